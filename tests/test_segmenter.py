@@ -1,0 +1,96 @@
+"""Cutting audio into utterances: HA's defaults (0.3 s speech, 0.7 s silence, 15 s max)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from speech import espeak, silence
+from voiced_plugins.vad_webrtc import WebrtcVad, WebrtcVadOptions
+
+from voiced.config import VadConfig
+from voiced.segmenter import SpeechEnded, SpeechStarted, UtteranceSegmenter
+
+
+@pytest.fixture
+def vad():
+    vad = WebrtcVad(WebrtcVadOptions())
+    vad.load()
+    return vad
+
+
+class LoudnessVad:
+    """A deterministic frame detector for shaping tests: any non-zero sample is speech."""
+
+    frame_samples = 160
+
+    def speech_probability(self, frame: bytes) -> float:
+        return 1.0 if np.frombuffer(frame, "<i2").any() else 0.0
+
+
+def tone(seconds: float) -> bytes:
+    t = np.arange(int(seconds * 16000)) / 16000
+    return (np.sin(2 * np.pi * 200 * t) * 8000).astype("<i2").tobytes()
+
+
+def feed_in_chunks(segmenter: UtteranceSegmenter, pcm: bytes, chunk: int = 640):
+    events = []
+    for i in range(0, len(pcm), chunk):
+        events += segmenter.feed(pcm[i : i + chunk])
+    return events + segmenter.flush()
+
+
+def test_two_commands_separated_by_silence_are_two_utterances(vad):
+    audio = (
+        silence(0.5)
+        + espeak("turn on the kitchen lights")
+        + silence(1.2)
+        + espeak("what time is it")
+        + silence(1.0)
+    )
+    events = feed_in_chunks(UtteranceSegmenter(vad, VadConfig()), audio)
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["SpeechStarted", "SpeechEnded", "SpeechStarted", "SpeechEnded"]
+    assert all(e.reason == "silence" for e in events if isinstance(e, SpeechEnded))
+
+
+def test_an_utterance_keeps_the_audio_from_just_before_speech_start(vad):
+    speech = espeak("hello there")
+    events = feed_in_chunks(UtteranceSegmenter(vad, VadConfig()), silence(1) + speech + silence(1))
+    ended = next(e for e in events if isinstance(e, SpeechEnded))
+    assert ended.seconds >= len(speech) / 32000 * 0.9
+
+
+def test_silence_and_short_clicks_start_nothing():
+    segmenter = UtteranceSegmenter(LoudnessVad(), VadConfig())
+    blips = (tone(0.1) + silence(0.5)) * 5
+    assert feed_in_chunks(segmenter, silence(2) + blips) == []
+
+
+def test_speech_ends_after_the_configured_silence():
+    config = VadConfig(silence_seconds=0.5)
+    events = feed_in_chunks(
+        UtteranceSegmenter(LoudnessVad(), config),
+        tone(1.0) + silence(0.4) + tone(1.0) + silence(0.6),
+    )
+    assert [type(e) for e in events] == [SpeechStarted, SpeechEnded]
+    assert events[1].reason == "silence"
+
+
+def test_endless_speech_is_cut_at_the_maximum_command_length():
+    config = VadConfig(max_command_seconds=3.0)
+    events = feed_in_chunks(UtteranceSegmenter(LoudnessVad(), config), tone(10.0))
+    ends = [e for e in events if isinstance(e, SpeechEnded)]
+    assert [e.reason for e in ends[:3]] == ["max-length"] * 3
+    assert all(e.seconds <= 3.01 + config.pre_roll_seconds for e in ends)
+
+
+def test_speech_at_end_of_stream_is_flushed():
+    segmenter = UtteranceSegmenter(LoudnessVad(), VadConfig())
+    events = feed_in_chunks(segmenter, silence(0.2) + tone(1.0))
+    assert events[-1].reason == "end-of-stream"
+
+
+def test_stream_time_counts_audio_not_wall_clock():
+    segmenter = UtteranceSegmenter(LoudnessVad(), VadConfig())
+    feed_in_chunks(segmenter, silence(2.5))
+    assert segmenter.stream_time == pytest.approx(2.5, abs=0.02)

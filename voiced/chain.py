@@ -1,0 +1,133 @@
+"""An ordered chain of engines of one kind: the first that works serves, the next takes over."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from voiced.events import Event, EventType
+
+log = logging.getLogger(__name__)
+
+
+class ChainError(RuntimeError):
+    """Every engine of the chain failed; the message lists each one's reason."""
+
+
+class EngineChain:
+    """Engines in configured order. One that fails to load is skipped; one that fails at run
+    time hands that call to the next and sits out ``retry_after`` seconds; events say so."""
+
+    def __init__(
+        self,
+        kind: str,
+        engines: list[tuple[str, Any]],
+        emit: Callable[[Event], None],
+        retry_after: float = 300.0,
+    ) -> None:
+        self.kind = kind
+        self.engines = engines
+        self.emit = emit
+        self.retry_after = retry_after
+        self.loaded: list[tuple[str, Any]] = []
+        self.load_errors: dict[str, str] = {}
+        self._resting_until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        """Load every engine (in this thread); at least one must load."""
+        for index, (name, engine) in enumerate(self.engines):
+            started = time.monotonic()
+            try:
+                engine.load()
+            except Exception as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                self.load_errors[name] = reason
+                log.warning("%s engine %s failed to load: %s", self.kind, name, reason)
+                self._fallback(name, reason, index, "load")
+                continue
+            self.loaded.append((name, engine))
+            info = dict(getattr(engine, "info", {}) or {})
+            self.emit(
+                Event(
+                    EventType.STAGE_LOADED,
+                    data={
+                        "kind": self.kind,
+                        "name": name,
+                        "seconds": round(time.monotonic() - started, 3),
+                        **info,
+                    },
+                )
+            )
+        if not self.loaded:
+            reasons = "; ".join(f"{n}: {r}" for n, r in self.load_errors.items())
+            raise ChainError(f"no {self.kind} engine could load ({reasons})")
+
+    @property
+    def active(self) -> tuple[str, Any]:
+        now = time.monotonic()
+        with self._lock:
+            for name, engine in self.loaded:
+                if self._resting_until.get(name, 0.0) <= now:
+                    return name, engine
+        return self.loaded[0]
+
+    def call(
+        self, method: str, *args: Any, run_id: str | None = None, site_id: str = "default"
+    ) -> tuple[str, Any]:
+        """Call ``method`` on the first healthy engine; returns (engine name, result)."""
+        errors: list[str] = []
+        first, _ = self.active
+        order = self._order_from(first)
+        for position, (name, engine) in enumerate(order):
+            try:
+                return name, getattr(engine, method)(*args)
+            except Exception as exc:
+                reason = f"{type(exc).__name__}: {exc}"
+                errors.append(f"{name}: {reason}")
+                with self._lock:
+                    self._resting_until[name] = time.monotonic() + self.retry_after
+                nxt = order[position + 1][0] if position + 1 < len(order) else None
+                log.warning("%s engine %s failed: %s; next: %s", self.kind, name, reason, nxt)
+                self.emit(
+                    Event(
+                        EventType.ENGINE_FALLBACK,
+                        run_id,
+                        site_id,
+                        {
+                            "kind": self.kind,
+                            "engine": name,
+                            "reason": reason,
+                            "phase": "run",
+                            "next": nxt,
+                        },
+                    )
+                )
+        raise ChainError(f"every {self.kind} engine failed ({'; '.join(errors)})")
+
+    def close(self) -> None:
+        for _, engine in self.loaded:
+            engine.close()
+
+    def _order_from(self, first: str) -> list[tuple[str, Any]]:
+        names = [n for n, _ in self.loaded]
+        start = names.index(first)
+        return self.loaded[start:] + self.loaded[:start]
+
+    def _fallback(self, name: str, reason: str, index: int, phase: str) -> None:
+        rest = [n for n, _ in self.engines[index + 1 :]]
+        self.emit(
+            Event(
+                EventType.ENGINE_FALLBACK,
+                data={
+                    "kind": self.kind,
+                    "engine": name,
+                    "reason": reason,
+                    "phase": phase,
+                    "next": rest[0] if rest else None,
+                },
+            )
+        )

@@ -1,0 +1,202 @@
+"""Settings: a TOML file plus ``VOICED_*`` environment overrides, validated with pydantic.
+
+A bad value fails start-up with the file, the key and the reason (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+DEFAULT_CONFIG_PATHS = (Path("config/voiced.toml"), Path("/etc/voiced/voiced.toml"))
+SECRET_WORDS = ("password", "secret", "token", "api_key", "apikey", "key_file", "keyfile")
+
+
+class ConfigError(ValueError):
+    """A configuration problem, naming the file, the key and the reason."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class PipelineConfig(Strict):
+    """Which stage serves each step, by name; asr and tts are ordered fallback chains."""
+
+    source: list[str] = ["file"]
+    wake: list[str] = []
+    vad: str = "webrtc"
+    asr: list[str] = ["whisper-ctranslate2"]
+    intent: list[str] = ["hassil"]
+    handler: list[str] = ["builtin"]
+    tts: list[str] = ["piper"]
+    sink: list[str] = []
+    service: list[str] = ["log"]
+    asr_queue_size: int = Field(8, ge=1, le=1000)
+    overload_policy: Literal["drop-oldest", "block"] = "drop-oldest"
+    asr_workers: int = Field(1, ge=1, le=16)
+    stage_timeout: float = Field(60.0, gt=0, description="seconds one stage call may take")
+    shutdown_grace: float = Field(10.0, ge=0, description="seconds a run in flight may finish")
+    not_understood: str = "Sorry, I didn't understand that."
+
+    @field_validator("asr", "tts")
+    @classmethod
+    def _not_empty(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("needs at least one engine")
+        return value
+
+
+class VadConfig(Strict):
+    """Utterance segmentation; defaults as Home Assistant's."""
+
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    speech_seconds: float = Field(0.3, gt=0, description="speech needed to start a command")
+    silence_seconds: float = Field(0.7, gt=0, description="silence that ends a command")
+    max_command_seconds: float = Field(15.0, gt=0)
+    pre_roll_seconds: float = Field(0.3, ge=0, description="audio kept from before speech start")
+
+
+class ConversationConfig(Strict):
+    muted: bool = False
+    wake_timeout: float = Field(8.0, gt=0, description="seconds of no speech after a wake word")
+    barge_in: Literal["wake", "speech", "off"] = "wake"
+    follow_up: Literal["question", "always", "off"] = "question"
+    follow_up_seconds: float = Field(5.0, ge=0)
+
+
+class PluginsConfig(Strict):
+    disabled: list[str] = []
+
+
+class Settings(BaseSettings):
+    """The whole effective configuration of the daemon."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="VOICED_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    site_id: str = "default"
+    language: str = "en"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    pipeline: PipelineConfig = PipelineConfig()
+    vad: VadConfig = VadConfig()
+    conversation: ConversationConfig = ConversationConfig()
+    plugins: PluginsConfig = PluginsConfig()
+    stages: dict[str, dict[str, dict[str, Any]]] = {}
+    """Options per stage: ``[stages.<kind>.<name>]``, validated by the plugin's own model."""
+
+    config_file: Path | None = Field(None, exclude=True)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The file's values arrive as init kwargs; the environment overrides them.
+        return (env_settings, init_settings)
+
+    def stage_options(self, kind: str, name: str) -> dict[str, Any]:
+        """Raw options for a stage; ``a-b`` and ``a_b`` name the same stage (env vars)."""
+        wanted = {normalize_name(name), normalize_name(name.split("#", 1)[0])}
+        merged: dict[str, Any] = {}
+        for key in sorted(self.stages.get(kind, {}), key=lambda k: "#" in k):
+            if normalize_name(key) in wanted:
+                merged.update(self.stages[kind][key])
+        return merged
+
+
+def normalize_name(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def find_config_file(explicit: str | Path | None = None) -> Path | None:
+    """--config, then $VOICED_CONFIG, then config/voiced.toml, then /etc/voiced/voiced.toml."""
+    if explicit:
+        return Path(explicit)
+    if env := os.environ.get("VOICED_CONFIG"):
+        return Path(env)
+    return next((p for p in DEFAULT_CONFIG_PATHS if p.is_file()), None)
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
+    """Load the config file (if any) and the environment; raise ConfigError naming the key."""
+    config_file = find_config_file(path)
+    data = read_toml(config_file) if config_file else {}
+    data = deep_merge(data, overrides)
+    where = str(config_file) if config_file else "defaults"
+    try:
+        settings = Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, where)) from None
+    settings.config_file = config_file.resolve() if config_file else None
+    return settings
+
+
+def format_validation_error(exc: ValidationError, where: str, prefix: str = "") -> str:
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(part) for part in (prefix, *err["loc"]) if part != "")
+        got = err.get("input")
+        shown = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown key"
+        env_name = "VOICED_" + key.upper().replace(".", "__").replace("-", "_")
+        source = f"environment {env_name}" if env_name in os.environ else where
+        lines.append(f"{source}: {key}: {message}{shown}")
+    return "\n".join(lines)
+
+
+def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def masked(data: Any) -> Any:
+    """A copy of a config dict with secrets replaced by ``***``."""
+    if isinstance(data, dict):
+        return {
+            k: ("***" if _is_secret(k) and v not in (None, "") else masked(v))
+            for k, v in data.items()
+        }
+    if isinstance(data, list):
+        return [masked(v) for v in data]
+    return data
+
+
+def _is_secret(key: str) -> bool:
+    key = key.lower()
+    return any(word in key for word in SECRET_WORDS)

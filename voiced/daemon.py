@@ -1,0 +1,179 @@
+"""Lifecycle: load and warm up, report readiness, watchdog, signals, reload, clean exit."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+from typing import Any
+
+from voiced.building import check_config
+from voiced.config import ConfigError, Settings, load_settings
+from voiced.events import Event, EventType
+from voiced.logs import set_level, setup_logging
+from voiced.pipeline import Pipeline
+from voiced.plugins import PluginHost, check_hooks, load_plugins
+from voiced.sdnotify import Notifier, watchdog_interval
+
+log = logging.getLogger(__name__)
+
+LIVE_SETTINGS = (
+    "log_level",
+    "vad",
+    "conversation",
+    "pipeline.stage_timeout",
+    "pipeline.shutdown_grace",
+    "pipeline.not_understood",
+)
+
+
+def prepare(
+    config: str | Path | None,
+    overrides: dict[str, Any] | None = None,
+    extra_plugins: list[tuple[str, Any]] | None = None,
+    host: PluginHost | None = None,
+) -> tuple[Settings, PluginHost]:
+    """Load settings and plugins and check that every configured stage and option is valid.
+
+    ``host`` reuses plugins already loaded (the CLI loads them once for its subcommands).
+    """
+    settings = load_settings(config, **(overrides or {}))
+    if host is None or settings.plugins.disabled:
+        host = load_plugins(settings.plugins.disabled, extra_plugins or [])
+    else:
+        for name, obj in extra_plugins or []:
+            host.pm.register(obj, name=name)
+        check_hooks(host.pm)
+    check_config(host, settings)
+    return settings, host
+
+
+class Daemon:
+    """Runs the pipeline as a service until its sources end or a signal stops it."""
+
+    def __init__(
+        self,
+        config: str | Path | None = None,
+        overrides: dict[str, Any] | None = None,
+        extra_plugins: list[tuple[str, Any]] | None = None,
+        notifier: Notifier | None = None,
+        host: PluginHost | None = None,
+    ) -> None:
+        self.config = config
+        self.overrides = overrides or {}
+        self.settings, self.host = prepare(config, self.overrides, extra_plugins, host)
+        self.notifier = notifier or Notifier()
+        self.pipeline = Pipeline(self.settings, self.host)
+        self.stop_event: asyncio.Event | None = None
+
+    async def run(self) -> int:
+        self.stop_event = asyncio.Event()
+        self._install_signals()
+        self.pipeline.build()
+        self.notifier.status("loading models")
+        watchdog = asyncio.create_task(self._watchdog())
+        try:
+            await self.pipeline.start()
+            sites = ", ".join(s.site_id for s in self.pipeline.sources) or "no local source"
+            self.notifier.ready(f"ready: {sites}")
+            log.info("ready (%s)", sites)
+            await self.pipeline.run(self.stop_event)
+            self.notifier.stopping()
+            self.notifier.status("stopping")
+        finally:
+            await self.pipeline.stop()
+            watchdog.cancel()
+        return 0
+
+    def request_stop(self) -> None:
+        if self.stop_event is not None:
+            self.stop_event.set()
+
+    async def _watchdog(self) -> None:
+        """Ping systemd from the event loop itself, so a hung loop gets the service restarted."""
+        interval = watchdog_interval()
+        if interval is None:
+            return
+        while True:
+            self.notifier.watchdog()
+            await asyncio.sleep(interval)
+
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._on_stop_signal, sig)
+        loop.add_signal_handler(signal.SIGHUP, self.reload)
+
+    def _on_stop_signal(self, sig: signal.Signals) -> None:
+        log.info("%s: stopping", signal.Signals(sig).name)
+        self.request_stop()
+
+    def reload(self) -> dict[str, list[str]]:
+        """Re-read the config; apply what can change live, say clearly what needs a restart."""
+        self.notifier.reloading()
+        try:
+            new = load_settings(self.config, **self.overrides)
+            check_config(self.host, new)
+        except ConfigError as exc:
+            log.error("reload failed, keeping the running config: %s", exc)
+            self.pipeline.emit(Event(EventType.RELOAD, data={"ok": False, "error": str(exc)}))
+            self.notifier.ready("reload failed; running the previous config")
+            return {"applied": [], "needs_restart": []}
+        result = apply_live(self.pipeline, new)
+        if result["needs_restart"]:
+            log.warning(
+                "reload: %s changed; restart voiced to apply (running on the old values)",
+                ", ".join(result["needs_restart"]),
+            )
+        log.info("reload: applied %s", ", ".join(result["applied"]) or "nothing (no changes)")
+        self.pipeline.emit(Event(EventType.RELOAD, data={"ok": True, **result}))
+        self.notifier.ready("reloaded")
+        return result
+
+
+def apply_live(pipeline: Pipeline, new: Settings) -> dict[str, list[str]]:
+    old = pipeline.settings
+    applied: list[str] = []
+    if new.log_level != old.log_level:
+        set_level(new.log_level)
+        old.log_level = new.log_level
+        applied.append("log_level")
+    if new.vad != old.vad:
+        old.vad = new.vad
+        for site in pipeline.sites.values():
+            site.segmenter.config = new.vad
+        applied.append("vad")
+    if new.conversation != old.conversation:
+        muted_changed = new.conversation.muted != old.conversation.muted
+        old.conversation = new.conversation
+        for site in pipeline.sites.values():
+            site.conversation = new.conversation
+            if muted_changed:
+                site.set_muted(new.conversation.muted)
+        applied.append("conversation")
+    for key in ("stage_timeout", "shutdown_grace", "not_understood"):
+        if getattr(new.pipeline, key) != getattr(old.pipeline, key):
+            setattr(old.pipeline, key, getattr(new.pipeline, key))
+            applied.append(f"pipeline.{key}")
+    needs_restart = []
+    old_pipeline = old.pipeline.model_dump(
+        exclude={"stage_timeout", "shutdown_grace", "not_understood"}
+    )
+    new_pipeline = new.pipeline.model_dump(
+        exclude={"stage_timeout", "shutdown_grace", "not_understood"}
+    )
+    needs_restart += [f"pipeline.{k}" for k in new_pipeline if new_pipeline[k] != old_pipeline[k]]
+    if new.stages != old.stages:
+        needs_restart.append("stages")
+    for key in ("site_id", "language", "plugins"):
+        if getattr(new, key) != getattr(old, key):
+            needs_restart.append(key)
+    return {"applied": applied, "needs_restart": needs_restart}
+
+
+def run_daemon(config: str | Path | None, overrides: dict[str, Any] | None = None) -> int:
+    """Entry point of ``voiced run``."""
+    daemon = Daemon(config, overrides)
+    setup_logging(daemon.settings.log_level)
+    return asyncio.run(daemon.run())

@@ -1,0 +1,565 @@
+"""The flow: sources -> wake -> VAD -> bounded ASR queue -> intent -> handle -> TTS -> sinks.
+
+``Pipeline`` is also the ``app`` that plugins see (voiced/context.py ``Assistant``).
+One asyncio loop owns the flow; model work runs in worker threads so the loop never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from voiced.building import make_stage
+from voiced.chain import EngineChain
+from voiced.config import Settings
+from voiced.context import RunContext
+from voiced.events import Event, EventType, error_event
+from voiced.intents import Intent, Response, Transcript
+from voiced.plugins import PluginHost
+from voiced.responder import speak
+from voiced.segmenter import UtteranceSegmenter
+from voiced.site import Site, Utterance
+
+log = logging.getLogger(__name__)
+
+
+class StageTimeout(TimeoutError):
+    pass
+
+
+class Pipeline:
+    """Builds the configured stages, runs the sites, and serves plugins as their ``app``."""
+
+    def __init__(self, settings: Settings, host: PluginHost) -> None:
+        self.settings = settings
+        self.host = host
+        self.pm = host.pm
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        workers = settings.pipeline.asr_workers + 8
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="voiced")
+        self.sites: dict[str, Site] = {}
+        self.queue: asyncio.Queue[Utterance] | None = None
+        self.sources: list[Any] = []
+        self.sinks: list[Any] = []
+        self.components: dict[tuple[str, str], Any] = {}
+        self.asr: EngineChain | None = None
+        self.tts: EngineChain | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._workers: list[asyncio.Task[Any]] = []
+        self._site_tasks: list[asyncio.Task[Any]] = []
+        self._registered: list[Any] = []
+        self.accepting = True
+        self.dropped_utterances = 0
+        self._built = False
+
+    # -- app API for plugins -----------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        """Broadcast to every ``voiced_event`` observer; safe from any thread."""
+        loop = self.loop
+        if loop is not None and threading.get_ident() != self._loop_thread:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self._dispatch, event)
+            return
+        self._dispatch(event)
+
+    def _dispatch(self, event: Event) -> None:
+        for impl in reversed(self.pm.hook.voiced_event.get_hookimpls()):
+            try:
+                impl.function(event=event)
+            except Exception:  # one broken observer must not silence the others
+                log.exception("event observer %s failed on %s", impl.plugin_name, event.type)
+
+    def call_threadsafe(self, coro: Awaitable[Any]) -> None:
+        assert self.loop is not None, "the pipeline is not running"
+        if threading.get_ident() == self._loop_thread:
+            self._spawn(coro)
+        else:
+            self.loop.call_soon_threadsafe(self._spawn, coro)
+
+    async def say(self, text: str, site_id: str | None = None) -> None:
+        site_id = site_id or self.settings.site_id
+        context = self.new_context(site_id)
+        self.emit(Event(EventType.RUN_START, context.run_id, site_id, {"reason": "say"}))
+        task = self._spawn(self._speak_run(context, Response(speech=text, handler="say")))
+        site = self.sites.get(site_id)
+        if site is not None:
+            site.tasks[context.run_id] = task
+        await asyncio.shield(task)
+
+    async def listen(self, site_id: str | None = None) -> None:
+        site = self._site(site_id)
+        site.listen(reason="command")
+
+    def set_muted(self, muted: bool, site_id: str | None = None) -> None:
+        targets = [self._site(site_id)] if site_id else list(self.sites.values())
+        for site in targets:
+            site.set_muted(muted)
+        self.settings.conversation.muted = (
+            muted if not site_id else self.settings.conversation.muted
+        )
+
+    def cancel(self, site_id: str | None = None) -> None:
+        targets = [self._site(site_id)] if site_id else list(self.sites.values())
+        for site in targets:
+            site.cancel("cancelled")
+
+    def stage(self, kind: str, name: str | None = None) -> Any:
+        if kind in ("asr", "tts"):
+            chain = self.asr if kind == "asr" else self.tts
+            engines = chain.loaded if chain else []
+            return next((e for n, e in engines if name in (None, n)), None)
+        if kind == "source":
+            return next((s for s in self.sources if name in (None, s.stage_name)), None)
+        if kind == "sink":
+            return next((s for s in self.sinks if name in (None, s.stage_name)), None)
+        return next(
+            (obj for (k, n), obj in self.components.items() if k == kind and name in (None, n)),
+            None,
+        )
+
+    def new_context(self, site_id: str) -> RunContext:
+        return RunContext(site_id=site_id, language=self.settings.language, app=self)
+
+    # -- start-up ----------------------------------------------------------------------------
+
+    def build(self, only: set[str] | None = None) -> None:
+        """Create the configured stage objects (fast; no model is loaded yet).
+
+        ``only`` limits it to some kinds, for one-shot commands (``voiced say`` needs tts+sink).
+        """
+        p = self.settings.pipeline
+        make = functools.partial(make_stage, self.host, self.settings, app=self)
+
+        def wanted(kind: str) -> bool:
+            return only is None or kind in only
+
+        self.sources = [make("source", name) for name in p.source] if wanted("source") else []
+        self.sinks = [make("sink", name) for name in p.sink] if wanted("sink") else []
+        if wanted("asr"):
+            self.asr = EngineChain("asr", [(n, make("asr", n)) for n in p.asr], self.emit)
+        if wanted("tts"):
+            self.tts = EngineChain("tts", [(n, make("tts", n)) for n in p.tts], self.emit)
+        for kind, names in (("intent", p.intent), ("handler", p.handler), ("service", p.service)):
+            for name in names if wanted(kind) else []:
+                self.components[(kind, name)] = make(kind, name)
+        # Per-site stages are made when a site starts; make them now to fail early on bad options.
+        if wanted("source"):
+            make("vad", p.vad)
+            for name in p.wake:
+                make("wake", name)
+        self._built = True
+
+    async def start(self) -> None:
+        """Build, load and warm up every stage, start services; then the daemon is ready."""
+        self.loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self.queue = asyncio.Queue(self.settings.pipeline.asr_queue_size)
+        if not self._built:
+            self.build()
+        # Observers first, so they see the loading events.
+        for (kind, name), component in self.components.items():
+            await self._in_thread(component.load)
+            self._register(kind, name, component)
+        for stage in [*self.sources, *self.sinks]:
+            await self._in_thread(stage.load)
+        for chain in (self.asr, self.tts):
+            if chain is not None:
+                await self._in_thread(chain.load)
+        for component in self.components.values():
+            if hasattr(component, "start"):
+                await component.start()
+        if self.asr is not None:
+            self._workers = [
+                asyncio.create_task(self._asr_worker(), name=f"asr-worker-{i}")
+                for i in range(self.settings.pipeline.asr_workers)
+            ]
+        self.emit(
+            Event(
+                EventType.READY,
+                data={
+                    "asr": [n for n, _ in self.asr.loaded] if self.asr else [],
+                    "tts": [n for n, _ in self.tts.loaded] if self.tts else [],
+                    "sources": [s.stage_name for s in self.sources],
+                },
+            )
+        )
+
+    def _register(self, kind: str, name: str, component: Any) -> None:
+        plugin_name = f"{kind}:{name}"
+        self.pm.register(component, name=plugin_name)
+        if not self.pm.get_hookcallers(component):
+            self.pm.unregister(component)
+            return
+        self._registered.append(component)
+
+    # -- running -----------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Run every configured source as a site until they end (all finite) or ``stop``."""
+        self._site_tasks = [
+            asyncio.create_task(self.run_site(src), name=f"site:{src.site_id}")
+            for src in self.sources
+        ]
+        finite = bool(self.sources) and all(getattr(s, "finite", False) for s in self.sources)
+        waiters = [asyncio.create_task(stop.wait())] if stop else []
+        if finite:
+            waiters.append(asyncio.create_task(self._sources_done_then_idle()))
+        if not waiters:
+            waiters.append(asyncio.create_task(asyncio.Event().wait()))
+        _done, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+
+    async def _sources_done_then_idle(self) -> None:
+        await asyncio.gather(*self._site_tasks, return_exceptions=True)
+        await self.drain()
+
+    async def drain(self) -> None:
+        """Wait until queued utterances and runs in flight are finished."""
+        assert self.queue is not None
+        await self.queue.join()
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def run_site(self, source: Any, sinks: list[Any] | None = None) -> None:
+        """Feed one source through its own wake/VAD; returns when the source ends."""
+        site = await self._new_site(source.site_id, sinks)
+        try:
+            async for chunk in source.chunks():
+                if not self.accepting:
+                    break
+                await site.feed(chunk)
+            await site.finish()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.error("[%s] source failed: %s", source.site_id, exc)
+            self.emit(
+                error_event("source", str(exc), None, source.site_id, error=type(exc).__name__)
+            )
+            await site.finish()
+
+    async def _new_site(self, site_id: str, sinks: list[Any] | None) -> Site:
+        if site_id in self.sites:
+            return self.sites[site_id]
+        p = self.settings.pipeline
+        vad = make_stage(self.host, self.settings, "vad", p.vad, app=self)
+        wakes = [make_stage(self.host, self.settings, "wake", n, app=self) for n in p.wake]
+        for stage in [vad, *wakes]:
+            await self._in_thread(stage.load)
+        site = Site(
+            site_id,
+            UtteranceSegmenter(vad, self.settings.vad),
+            wakes,
+            self.settings.conversation,
+            self.emit,
+            self._submit,
+            self.new_context,
+            sinks,
+        )
+        self.sites[site_id] = site
+        return site
+
+    async def _submit(self, utterance: Utterance) -> None:
+        """Queue an utterance for ASR, applying the overload policy when the queue is full."""
+        assert self.queue is not None
+        if self.queue.full() and self.settings.pipeline.overload_policy == "drop-oldest":
+            dropped = self.queue.get_nowait()
+            self.queue.task_done()
+            self.dropped_utterances += 1
+            message = (
+                f"ASR is behind: queue of {self.queue.maxsize} full, dropped the oldest "
+                f"utterance ({len(dropped.audio) / 32000:.1f} s)"
+            )
+            log.warning("[%s] %s", dropped.context.site_id, message)
+            self.emit(
+                error_event(
+                    "asr-queue",
+                    message,
+                    dropped.context.run_id,
+                    dropped.context.site_id,
+                    dropped_total=self.dropped_utterances,
+                )
+            )
+            self._end_run(dropped.context, "dropped", thinking=True)
+        await self.queue.put(utterance)  # with "block", this holds the source back
+
+    async def _asr_worker(self) -> None:
+        assert self.queue is not None and self.asr is not None
+        while True:
+            utterance = await self.queue.get()
+            try:
+                await self._transcribe(utterance)
+            except Exception:
+                log.exception("ASR worker failed")
+            finally:
+                self.queue.task_done()
+
+    async def _transcribe(self, utterance: Utterance) -> None:
+        assert self.asr is not None
+        context = utterance.context
+        run, site_id = context.run_id, context.site_id
+        audio_seconds = len(utterance.audio) / 32000
+        started = time.monotonic()
+        try:
+            engine, transcript = await self._in_thread(
+                self.asr.call,
+                "transcribe",
+                utterance.audio,
+                None,
+                run_id=run,
+                site_id=site_id,
+                timeout=self.settings.pipeline.stage_timeout,
+                stage="asr",
+            )
+        except Exception as exc:
+            self._stage_failed("asr", exc, context)
+            self._end_run(context, "error", thinking=True)
+            return
+        now = time.monotonic()
+        self.emit(
+            Event(
+                EventType.TRANSCRIPT,
+                run,
+                site_id,
+                {
+                    "text": transcript.text,
+                    "engine": engine,
+                    "language": transcript.language,
+                    "audio_seconds": round(audio_seconds, 3),
+                    "latency_s": round(now - utterance.ended_at, 4),
+                    "asr_seconds": round(now - started, 4),
+                    "rtf": round((now - started) / audio_seconds, 4) if audio_seconds else None,
+                    "no_speech": transcript.no_speech,
+                    **transcript.data,
+                },
+            )
+        )
+        if transcript.no_speech or not transcript.text.strip():
+            self._end_run(context, "no-speech", thinking=True)
+            return
+        task = self._spawn(self._respond(context, transcript, utterance.ended_at))
+        site = self.sites.get(site_id)
+        if site is not None:
+            site.tasks[run] = task
+            task.add_done_callback(lambda _t: site.tasks.pop(run, None))
+
+    async def _respond(self, context: RunContext, transcript: Transcript, ended_at: float) -> None:
+        run, site_id = context.run_id, context.site_id
+        site = self.sites.get(site_id)
+        try:
+            intent = await self._recognize(transcript, context)
+            if intent is None:
+                self.emit(
+                    Event(
+                        EventType.INTENT_NOT_RECOGNIZED,
+                        run,
+                        site_id,
+                        {"text": transcript.text, "reasons": context.data.get("intent_errors", [])},
+                    )
+                )
+                response = Response(
+                    speech=self.settings.pipeline.not_understood, handler="not-understood"
+                )
+            else:
+                self.emit(
+                    Event(
+                        EventType.INTENT,
+                        run,
+                        site_id,
+                        {**intent.to_dict(), "latency_s": round(time.monotonic() - ended_at, 4)},
+                    )
+                )
+                response = await self._handle(intent, context)
+            if site is not None:
+                site.thinking -= 1
+                site.update_state()
+            await self._speak_run(context, response, ended_at)
+        except asyncio.CancelledError:
+            if not context.data.get("speaking"):  # once speaking, _speak_run reports the end
+                self._end_run(context, "cancelled", thinking=True)
+            raise
+        except Exception as exc:
+            self._stage_failed(context.data.get("stage", "intent"), exc, context)
+            self._end_run(context, "error", thinking=site is not None and site.thinking > 0)
+
+    async def _recognize(self, transcript: Transcript, context: RunContext) -> Intent | None:
+        context.data["stage"] = "intent"
+        return await self._in_thread(
+            self.pm.hook.voiced_recognize,
+            transcript=transcript,
+            context=context,
+            timeout=self.settings.pipeline.stage_timeout,
+            stage="intent",
+        )
+
+    async def _handle(self, intent: Intent, context: RunContext) -> Response:
+        context.data["stage"] = "handle"
+        started = time.monotonic()
+        response = await self._in_thread(
+            self.pm.hook.voiced_handle,
+            intent=intent,
+            context=context,
+            timeout=self.settings.pipeline.stage_timeout,
+            stage="handle",
+        )
+        if response is None:
+            response = Response(speech="Sorry, I can't do that yet.", handler="")
+        self.emit(
+            Event(
+                EventType.HANDLED,
+                context.run_id,
+                context.site_id,
+                {**response.to_dict(), "seconds": round(time.monotonic() - started, 4)},
+            )
+        )
+        return response
+
+    async def _speak_run(
+        self, context: RunContext, response: Response, ended_at: float | None = None
+    ) -> None:
+        """Speak a response at a site, then end the run (and maybe listen for a follow-up)."""
+        if self.tts is None:
+            raise RuntimeError("no tts stage is configured")
+        site = self.sites.get(context.site_id)
+        sinks = site.sinks if site is not None and site.sinks is not None else self.sinks
+        context.data["stage"] = "tts"
+        context.data["speaking"] = True
+        if site is not None:
+            site.speaking += 1
+            site.update_state()
+        try:
+            await speak(
+                response.speech,
+                context,
+                self.tts,
+                sinks,
+                self.emit,
+                functools.partial(
+                    self._in_thread, timeout=self.settings.pipeline.stage_timeout, stage="tts"
+                ),
+            )
+        except asyncio.CancelledError:
+            self.emit(
+                Event(EventType.RUN_END, context.run_id, context.site_id, {"reason": "cancelled"})
+            )
+            raise
+        except Exception as exc:
+            self._stage_failed("tts", exc, context)
+            self.emit(
+                Event(EventType.RUN_END, context.run_id, context.site_id, {"reason": "error"})
+            )
+            return
+        finally:
+            if site is not None:
+                site.speaking -= 1
+                site.update_state()
+        data: dict[str, Any] = {"reason": "done"}
+        if ended_at is not None:
+            data["latency_s"] = round(time.monotonic() - ended_at, 4)
+        self.emit(Event(EventType.RUN_END, context.run_id, context.site_id, data))
+        if site is not None and self._wants_follow_up(response):
+            site.listen(reason="follow-up", seconds=self.settings.conversation.follow_up_seconds)
+
+    def _wants_follow_up(self, response: Response) -> bool:
+        mode = self.settings.conversation.follow_up
+        if mode == "off":
+            return False
+        return mode == "always" or response.expects_reply or response.speech.rstrip().endswith("?")
+
+    def _stage_failed(self, stage: str, exc: BaseException, context: RunContext) -> None:
+        message = str(exc) if isinstance(exc, StageTimeout) else f"{type(exc).__name__}: {exc}"
+        log.error("[%s] run %s: %s failed: %s", context.site_id, context.run_id[:8], stage, message)
+        self.emit(error_event(stage, message, context.run_id, context.site_id))
+
+    def _end_run(self, context: RunContext, reason: str, thinking: bool = False) -> None:
+        site = self.sites.get(context.site_id)
+        if site is not None and thinking and site.thinking > 0:
+            site.thinking -= 1
+        self.emit(Event(EventType.RUN_END, context.run_id, context.site_id, {"reason": reason}))
+        if site is not None:
+            site.update_state()
+
+    # -- shutdown ----------------------------------------------------------------------------
+
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop taking audio, let runs in flight finish within ``grace``, stop services."""
+        grace = self.settings.pipeline.shutdown_grace if grace is None else grace
+        self.accepting = False
+        for task in self._site_tasks:
+            task.cancel()
+        await asyncio.gather(*self._site_tasks, return_exceptions=True)
+        try:
+            await asyncio.wait_for(self.drain(), grace)
+        except TimeoutError:
+            log.warning("runs still in flight after %.1f s; cancelling them", grace)
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        for task in self._workers:
+            task.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self.emit(Event(EventType.SHUTDOWN, data={"dropped_utterances": self.dropped_utterances}))
+        for component in reversed(list(self.components.values())):
+            if hasattr(component, "stop"):
+                try:
+                    await asyncio.wait_for(component.stop(), 10)
+                except Exception as exc:
+                    log.warning("stopping %s failed: %s", type(component).__name__, exc)
+        await self._in_thread(self.close)
+        for component in self._registered:
+            self.pm.unregister(component)
+        self._registered.clear()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        stages = [*self.sources, *self.sinks, *self.components.values()]
+        stages += [s.segmenter.vad for s in self.sites.values()]
+        stages += [w for s in self.sites.values() for w in s.wakes]
+        for chain in (self.asr, self.tts):
+            if chain is not None:
+                stages += [engine for _, engine in chain.loaded]
+        for stage in stages:
+            try:
+                stage.close()
+            except Exception as exc:
+                log.warning("closing %s failed: %s", type(stage).__name__, exc)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    async def _in_thread(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        timeout: float | None = None,
+        stage: str = "",
+        **kwargs: Any,
+    ) -> Any:
+        assert self.loop is not None
+        future = self.loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
+        if timeout is None:
+            return await future
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise StageTimeout(f"{stage or 'stage'} timed out after {timeout:g} s") from None
+
+    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _site(self, site_id: str | None) -> Site:
+        site_id = site_id or self.settings.site_id
+        if site_id not in self.sites:
+            raise KeyError(f"no site {site_id!r}; sites: {', '.join(self.sites) or 'none'}")
+        return self.sites[site_id]

@@ -1,0 +1,103 @@
+"""Speaking an answer: sentence by sentence, so the first sentence plays while the rest is made."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from voiced.audio import AudioChunk
+from voiced.chain import EngineChain
+from voiced.context import RunContext
+from voiced.events import Event, EventType
+from voiced.sentences import split_sentences
+
+AHEAD = 2  # sentences synthesized ahead of playback: bounds memory for very long answers
+
+
+async def speak(
+    text: str,
+    context: RunContext,
+    tts: EngineChain,
+    sinks: list[Any],
+    emit: Callable[[Event], None],
+    in_thread: Callable[..., Awaitable[Any]],
+) -> None:
+    """Synthesize ``text`` and stream it to every sink; emits tts-start/-audio/-end events."""
+    sentences = split_sentences(text)
+    if not sentences:
+        return
+    run, site = context.run_id, context.site_id
+    started = time.monotonic()
+    emit(Event(EventType.TTS_START, run, site, {"text": text, "sentences": len(sentences)}))
+    queues: list[asyncio.Queue[AudioChunk | None]] = [asyncio.Queue(AHEAD) for _ in sinks]
+    players = [
+        asyncio.create_task(sink.play(_drain(queue), run, site), name=f"play:{run[:8]}")
+        for sink, queue in zip(sinks, queues, strict=True)
+    ]
+    audio_seconds = 0.0
+    engine = ""
+    try:
+        for index, sentence in enumerate(sentences):
+            engine, chunk = await in_thread(
+                tts.call, "synthesize", sentence, run_id=run, site_id=site
+            )
+            audio_seconds += chunk.seconds
+            if index == 0:
+                emit(
+                    Event(
+                        EventType.TTS_AUDIO,
+                        run,
+                        site,
+                        {
+                            "engine": engine,
+                            "sentence": 1,
+                            "time_to_first_audio_s": round(time.monotonic() - started, 4),
+                            "rate": chunk.format.rate,
+                        },
+                    )
+                )
+            for queue, player in zip(queues, players, strict=True):
+                await _put(queue, chunk, player)
+        elapsed = time.monotonic() - started
+        emit(
+            Event(
+                EventType.TTS_END,
+                run,
+                site,
+                {
+                    "engine": engine,
+                    "sentences": len(sentences),
+                    "duration_s": round(elapsed, 4),
+                    "audio_seconds": round(audio_seconds, 3),
+                    "rtf": round(elapsed / audio_seconds, 4) if audio_seconds else None,
+                },
+            )
+        )
+        for queue, player in zip(queues, players, strict=True):
+            await _put(queue, None, player)
+        await asyncio.gather(*players)
+        emit(Event(EventType.PLAYBACK_END, run, site, {"sinks": len(sinks)}))
+    finally:
+        for player in players:
+            if not player.done():
+                player.cancel()
+        await asyncio.gather(*players, return_exceptions=True)
+
+
+async def _put(queue: asyncio.Queue[Any], item: Any, player: asyncio.Task[None]) -> None:
+    """Queue audio for a sink, but don't wait forever on a sink that already stopped."""
+    if player.done():
+        player.result()  # raises the sink's error; a sink that ended early just gets no more
+        return
+    put = asyncio.ensure_future(queue.put(item))
+    await asyncio.wait({put, player}, return_when=asyncio.FIRST_COMPLETED)
+    if not put.done():
+        put.cancel()
+        player.result()
+
+
+async def _drain(queue: asyncio.Queue[AudioChunk | None]) -> AsyncIterator[AudioChunk]:
+    while (chunk := await queue.get()) is not None:
+        yield chunk

@@ -1,0 +1,113 @@
+"""Cuts a stream of audio into utterances with a frame-level voice detector."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from voiced.audio import PIPELINE_FORMAT
+from voiced.config import VadConfig
+from voiced.stages import Vad
+
+BYTES_PER_SAMPLE = PIPELINE_FORMAT.width
+
+
+@dataclass(frozen=True)
+class SpeechStarted:
+    stream_time: float  # seconds of audio since the stream began
+
+
+@dataclass(frozen=True)
+class SpeechEnded:
+    stream_time: float
+    audio: bytes  # the whole utterance, pre-roll included
+    reason: str  # silence | max-length | end-of-stream
+
+    @property
+    def seconds(self) -> float:
+        return len(self.audio) / PIPELINE_FORMAT.bytes_per_second
+
+
+SegmentEvent = SpeechStarted | SpeechEnded
+
+
+class UtteranceSegmenter:
+    """Speech starts after ``speech_seconds`` of speech and ends after ``silence_seconds`` of
+    silence or at ``max_command_seconds``, so endless audio still yields bounded utterances."""
+
+    def __init__(self, vad: Vad, config: VadConfig) -> None:
+        self.vad = vad
+        self.config = config
+        self.frame_bytes = vad.frame_samples * BYTES_PER_SAMPLE
+        self.frame_seconds = vad.frame_samples / PIPELINE_FORMAT.rate
+        self._pending = b""
+        self._samples = 0
+        pre_roll_frames = max(1, round(config.pre_roll_seconds / self.frame_seconds))
+        self._pre_roll: deque[bytes] = deque(maxlen=pre_roll_frames)
+        self.reset()
+
+    @property
+    def stream_time(self) -> float:
+        return self._samples / PIPELINE_FORMAT.rate
+
+    @property
+    def in_speech(self) -> bool:
+        return self._in_speech
+
+    def reset(self) -> None:
+        """Forget any partial utterance (after a wake word, a mute, a barge-in)."""
+        self._in_speech = False
+        self._speech_run = 0.0
+        self._silence_run = 0.0
+        self._utterance: list[bytes] = []
+        self._pre_roll.clear()
+
+    def feed(self, pcm: bytes) -> list[SegmentEvent]:
+        events: list[SegmentEvent] = []
+        data = self._pending + pcm
+        usable = len(data) - len(data) % self.frame_bytes
+        for offset in range(0, usable, self.frame_bytes):
+            event = self._frame(data[offset : offset + self.frame_bytes])
+            if event is not None:
+                events.append(event)
+        self._pending = data[usable:]
+        return events
+
+    def flush(self) -> list[SegmentEvent]:
+        """End of stream: an utterance in progress ends here."""
+        self._pending = b""
+        if not self._in_speech:
+            return []
+        return [self._end("end-of-stream")]
+
+    def _frame(self, frame: bytes) -> SegmentEvent | None:
+        self._samples += self.vad.frame_samples
+        is_speech = self.vad.speech_probability(frame) >= self.config.threshold
+        if not self._in_speech:
+            self._pre_roll.append(frame)
+            if is_speech:
+                self._speech_run += self.frame_seconds
+                self._silence_run = 0.0
+            else:
+                self._silence_run += self.frame_seconds
+                if self._silence_run >= self.config.speech_seconds:
+                    self._speech_run = 0.0  # isolated blips don't add up to a command
+            if self._speech_run >= self.config.speech_seconds:
+                self._in_speech = True
+                self._silence_run = 0.0
+                self._utterance = list(self._pre_roll)
+                self._pre_roll.clear()
+                return SpeechStarted(self.stream_time)
+            return None
+        self._utterance.append(frame)
+        self._silence_run = 0.0 if is_speech else self._silence_run + self.frame_seconds
+        if self._silence_run >= self.config.silence_seconds:
+            return self._end("silence")
+        if len(self._utterance) * self.frame_seconds >= self.config.max_command_seconds:
+            return self._end("max-length")
+        return None
+
+    def _end(self, reason: str) -> SpeechEnded:
+        ended = SpeechEnded(self.stream_time, b"".join(self._utterance), reason)
+        self.reset()
+        return ended

@@ -1,0 +1,113 @@
+"""The contracts a stage object fulfils, one Protocol per kind.
+
+Every stage has ``load()`` (slow work: model load and a warm-up inference, done once at
+start-up, in a worker thread) and ``close()``. Audio inside the daemon is 16 kHz mono
+16-bit PCM (``voiced.audio.PIPELINE_FORMAT``); sources convert at the edge, sinks resample
+to their own rate once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+from voiced.audio import AudioChunk
+from voiced.intents import Transcript
+
+STAGE_KINDS = ("source", "wake", "vad", "asr", "intent", "handler", "tts", "sink", "service")
+"""intent/handler/service objects may carry @hookimpl methods; they are registered with the
+plugin manager while the daemon runs, so they join the recognize/handle/event hooks."""
+
+
+@runtime_checkable
+class Stage(Protocol):
+    def load(self) -> None:
+        """Load models and warm up; runs once in a worker thread before the daemon is ready."""
+
+    def close(self) -> None:
+        """Release what load() took."""
+
+
+class Source(Stage, Protocol):
+    site_id: str
+
+    def chunks(self) -> AsyncIterator[AudioChunk]:
+        """Audio in the pipeline format, at the pace it arrives; ends when the source ends."""
+
+
+@dataclass(frozen=True)
+class WakeDetection:
+    name: str
+    score: float
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Wake(Stage, Protocol):
+    def process(self, chunk: AudioChunk) -> WakeDetection | None:
+        """Feed pipeline-format audio; returns a detection when a wake word was heard."""
+
+    def reset(self) -> None:
+        """Forget buffered audio (after a detection or a mute)."""
+
+
+class Vad(Stage, Protocol):
+    frame_samples: int
+
+    def speech_probability(self, frame: bytes) -> float:
+        """One frame of ``frame_samples`` 16 kHz 16-bit mono samples -> 0.0..1.0."""
+
+
+class Asr(Stage, Protocol):
+    name: str
+    device: str
+
+    def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
+        """16 kHz mono 16-bit PCM of one utterance -> its text (runs in a worker thread)."""
+
+
+class Tts(Stage, Protocol):
+    name: str
+    device: str
+
+    def synthesize(self, text: str) -> AudioChunk:
+        """One sentence -> its audio at the engine's native format (runs in a worker thread)."""
+
+
+class Sink(Stage, Protocol):
+    async def play(self, audio: AsyncIterator[AudioChunk], run_id: str, site_id: str) -> None:
+        """Play or store a stream of audio; cancelling the task interrupts it (barge-in)."""
+
+
+class Service(Stage, Protocol):
+    """A long-lived part (MQTT, Wyoming); intent and handler components may also have these.
+
+    If the object carries ``@hookimpl`` methods it is registered with the plugin manager
+    while it runs, so it takes part in the recognize/handle/event hooks.
+    """
+
+    async def start(self) -> None:
+        """Called on the daemon's loop after every stage loaded (optional for intent/handler)."""
+
+    async def stop(self) -> None:
+        """Called on shutdown, before close(); flush and say goodbye here."""
+
+
+StageFactory = Callable[[Any, "Any"], Stage]
+"""``factory(options, app) -> stage``: options is an instance of the registered model."""
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    """One stage a plugin offers."""
+
+    kind: str
+    name: str
+    factory: StageFactory
+    options: type[BaseModel] | None = None
+    plugin: str = ""
+    description: str = ""
+    shorthand: str | None = None
+    """The option that ``--source name:VALUE`` style command-line shorthands set."""
