@@ -94,3 +94,14 @@ def test_stream_time_counts_audio_not_wall_clock():
     segmenter = UtteranceSegmenter(LoudnessVad(), VadConfig())
     feed_in_chunks(segmenter, silence(2.5))
     assert segmenter.stream_time == pytest.approx(2.5, abs=0.02)
+
+
+def test_an_utterance_reaches_back_to_the_first_word_across_short_pauses():
+    # "turn ... on the kitchen lights": 0.2 s of speech, a short pause, then more speech.
+    config = VadConfig(pre_roll_seconds=0.2)
+    audio = silence(1.0) + tone(0.2) + silence(0.15) + tone(0.6) + silence(1.0)
+    events = feed_in_chunks(UtteranceSegmenter(LoudnessVad(), config), audio)
+    ended = next(e for e in events if isinstance(e, SpeechEnded))
+    samples = np.frombuffer(ended.audio, "<i2")
+    first_sound = int(np.flatnonzero(samples)[0]) / 16000
+    assert first_sound == pytest.approx(0.2, abs=0.02)  # the pre-roll, then the first word

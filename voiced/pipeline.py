@@ -379,10 +379,7 @@ class Pipeline:
                     )
                 )
                 response = await self._handle(intent, context)
-            if site is not None:
-                site.thinking -= 1
-                site.update_state()
-            await self._speak_run(context, response, ended_at)
+            await self._speak_run(context, response, ended_at, was_thinking=True)
         except asyncio.CancelledError:
             if not context.data.get("speaking"):  # once speaking, _speak_run reports the end
                 self._end_run(context, "cancelled", thinking=True)
@@ -424,7 +421,11 @@ class Pipeline:
         return response
 
     async def _speak_run(
-        self, context: RunContext, response: Response, ended_at: float | None = None
+        self,
+        context: RunContext,
+        response: Response,
+        ended_at: float | None = None,
+        was_thinking: bool = False,
     ) -> None:
         """Speak a response at a site, then end the run (and maybe listen for a follow-up)."""
         if self.tts is None:
@@ -435,6 +436,8 @@ class Pipeline:
         context.data["speaking"] = True
         if site is not None:
             site.speaking += 1
+            if was_thinking and site.thinking > 0:
+                site.thinking -= 1
             site.update_state()
         try:
             await speak(

@@ -42,8 +42,11 @@ class UtteranceSegmenter:
         self.frame_seconds = vad.frame_samples / PIPELINE_FORMAT.rate
         self._pending = b""
         self._samples = 0
-        pre_roll_frames = max(1, round(config.pre_roll_seconds / self.frame_seconds))
-        self._pre_roll: deque[bytes] = deque(maxlen=pre_roll_frames)
+        self._pre_roll_frames = max(1, round(config.pre_roll_seconds / self.frame_seconds))
+        # Speech needed to start may be spread over a while (short pauses between words):
+        # keep enough history to reach back to where that speech began, plus the pre-roll.
+        history = self._pre_roll_frames + round(3.0 / self.frame_seconds)
+        self._history: deque[bytes] = deque(maxlen=history)
         self.reset()
 
     @property
@@ -60,7 +63,8 @@ class UtteranceSegmenter:
         self._speech_run = 0.0
         self._silence_run = 0.0
         self._utterance: list[bytes] = []
-        self._pre_roll.clear()
+        self._lead_frames = 0  # frames since the first speech frame of the pending start
+        self._history.clear()
 
     def feed(self, pcm: bytes) -> list[SegmentEvent]:
         events: list[SegmentEvent] = []
@@ -84,7 +88,9 @@ class UtteranceSegmenter:
         self._samples += self.vad.frame_samples
         is_speech = self.vad.speech_probability(frame) >= self.config.threshold
         if not self._in_speech:
-            self._pre_roll.append(frame)
+            self._history.append(frame)
+            if self._speech_run > 0 or is_speech:
+                self._lead_frames += 1
             if is_speech:
                 self._speech_run += self.frame_seconds
                 self._silence_run = 0.0
@@ -92,11 +98,14 @@ class UtteranceSegmenter:
                 self._silence_run += self.frame_seconds
                 if self._silence_run >= self.config.speech_seconds:
                     self._speech_run = 0.0  # isolated blips don't add up to a command
+                    self._lead_frames = 0
             if self._speech_run >= self.config.speech_seconds:
+                keep = min(len(self._history), self._lead_frames + self._pre_roll_frames)
                 self._in_speech = True
                 self._silence_run = 0.0
-                self._utterance = list(self._pre_roll)
-                self._pre_roll.clear()
+                self._utterance = list(self._history)[-keep:]
+                self._history.clear()
+                self._lead_frames = 0
                 return SpeechStarted(self.stream_time)
             return None
         self._utterance.append(frame)

@@ -1,0 +1,362 @@
+"""Fixtures for a real mosquitto broker on 127.0.0.1, a recording subscriber, and ``app``.
+
+* ``mosquitto``: a started broker with three listeners: ``port`` (anonymous),
+  ``auth_port`` (user ``voiced`` / ``s3cret``) and ``tls_port`` (certificate from a CA
+  made for the test run, ``certs.ca``); persistence on, so ``restart()`` keeps sessions.
+* ``mqtt_recorder``: a factory of subscribers that record what arrives.
+* ``assistant``: ``RecordingAssistant``, a small real object implementing the
+  ``voiced.context.Assistant`` methods that records the calls it gets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import paho.mqtt.client as paho
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion
+
+USERNAME = "voiced"
+PASSWORD = "s3cret"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), 0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+@dataclass(frozen=True)
+class Certs:
+    ca: Path
+    server_cert: Path
+    server_key: Path
+
+
+def make_certs(folder: Path) -> Certs:
+    """A throw-away CA and a server certificate for 127.0.0.1/localhost (openssl CLI)."""
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=folder, check=True, capture_output=True)
+
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=voiced test CA",
+    )
+    openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    )
+    (folder / "ext.cnf").write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+    )
+    openssl(
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+        "-days",
+        "2",
+        "-extfile",
+        "ext.cnf",
+    )
+    return Certs(folder / "ca.crt", folder / "server.crt", folder / "server.key")
+
+
+class Mosquitto:
+    """A mosquitto process with an anonymous, a password and a TLS listener."""
+
+    def __init__(self, folder: Path, certs: Certs) -> None:
+        self.folder = folder
+        self.certs = certs
+        self.port, self.auth_port, self.tls_port = free_port(), free_port(), free_port()
+        self.username, self.password = USERNAME, PASSWORD
+        self.process: subprocess.Popen | None = None
+        passwd = folder / "passwd"
+        subprocess.run(
+            ["mosquitto_passwd", "-b", "-c", str(passwd), USERNAME, PASSWORD],
+            check=True,
+            capture_output=True,
+        )
+        passwd.chmod(0o600)
+        self.conf = folder / "mosquitto.conf"
+        # as root, mosquitto drops to user "mosquitto", who cannot read the test's folder
+        run_as = "user root" if os.geteuid() == 0 else ""
+        self.conf.write_text(
+            f"""per_listener_settings true
+{run_as}
+persistence true
+persistence_location {folder}/
+log_dest file {folder}/mosquitto.log
+log_type error
+log_type warning
+log_type notice
+max_queued_messages 100000
+
+listener {self.port} 127.0.0.1
+allow_anonymous true
+
+listener {self.auth_port} 127.0.0.1
+allow_anonymous false
+password_file {passwd}
+
+listener {self.tls_port} 127.0.0.1
+allow_anonymous true
+cafile {certs.ca}
+certfile {certs.server_cert}
+keyfile {certs.server_key}
+"""
+        )
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["mosquitto", "-c", str(self.conf)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for port in (self.port, self.auth_port, self.tls_port):
+            wait_port(port)
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Stop the broker (SIGTERM saves its persistence file; SIGKILL does not)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(10)
+        self.process = None
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        self.stop()
+        time.sleep(down_seconds)
+        self.start()
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+
+class Recorder:
+    """A plain paho subscriber that records (topic, payload, retain) as they arrive."""
+
+    def __init__(
+        self, port: int, topics: list[str], client_id: str | None = None, persistent: bool = False
+    ) -> None:
+        self.messages: list[tuple[str, bytes, bool]] = []
+        self.cond = threading.Condition()
+        self.subscribed = threading.Event()
+        self.client = paho.Client(
+            CallbackAPIVersion.VERSION2,
+            client_id=client_id or f"rec-{uuid.uuid4().hex[:8]}",
+            protocol=paho.MQTTv311,
+            clean_session=not persistent,
+        )
+        self.client.reconnect_delay_set(0.05, 0.2)
+
+        def on_connect(client, userdata, flags, reason, properties):
+            for topic in topics:
+                client.subscribe(topic, qos=1)
+
+        def on_subscribe(client, userdata, mid, reasons, properties):
+            self.subscribed.set()
+
+        def on_message(client, userdata, message):
+            with self.cond:
+                self.messages.append((message.topic, message.payload, bool(message.retain)))
+                self.cond.notify_all()
+
+        self.client.on_connect = on_connect
+        self.client.on_subscribe = on_subscribe
+        self.client.on_message = on_message
+        self.client.connect("127.0.0.1", port, keepalive=10)
+        self.client.loop_start()
+        if not self.subscribed.wait(10):
+            raise TimeoutError("recorder could not subscribe")
+
+    def wait_for(
+        self, predicate: Callable[[list[tuple[str, bytes, bool]]], Any], timeout: float = 10.0
+    ) -> Any:
+        """Wait until ``predicate(messages)`` is truthy; return its value or raise."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                result = predicate(list(self.messages))
+                if result:
+                    return result
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    shown = [(t, p[:80]) for t, p, _ in self.messages[-10:]]
+                    raise TimeoutError(f"condition not met in {timeout} s; last: {shown}")
+                self.cond.wait(min(left, 0.1))
+
+    def on(self, topic: str, timeout: float = 10.0) -> bytes:
+        """The payload of the first message on a topic (waits for it)."""
+        return self.wait_for(
+            lambda ms: next(((p,) for t, p, _ in ms if t == topic), None), timeout
+        )[0]
+
+    async def until(
+        self, predicate: Callable[[list[tuple[str, bytes, bool]]], Any], timeout: float = 10.0
+    ) -> Any:
+        """``wait_for`` without blocking the event loop (for async tests)."""
+        return await asyncio.to_thread(self.wait_for, predicate, timeout)
+
+    async def first(self, topic: str, timeout: float = 10.0) -> bytes:
+        """``on`` without blocking the event loop (for async tests)."""
+        return await asyncio.to_thread(self.on, topic, timeout)
+
+    def payloads(self, topic: str) -> list[bytes]:
+        with self.cond:
+            return [p for t, p, _ in self.messages if t == topic]
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@dataclass
+class RecordingAssistant:
+    """The daemon as plugins see it, reduced to recording what it was asked to do.
+
+    ``emit`` broadcasts to ``observers`` on the loop (as the daemon's ``voiced_event``
+    hook would); ``call_threadsafe`` runs coroutines on the loop that created it.
+    """
+
+    site_id: str = "default"
+    loop: asyncio.AbstractEventLoop = field(default_factory=asyncio.get_running_loop)
+    calls: list[tuple[Any, ...]] = field(default_factory=list)
+    events: list[Any] = field(default_factory=list)
+    observers: list[Any] = field(default_factory=list)
+    stages: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.settings = SimpleNamespace(site_id=self.site_id)
+
+    def emit(self, event: Any) -> None:
+        self.loop.call_soon_threadsafe(self._broadcast, event)
+
+    def _broadcast(self, event: Any) -> None:
+        self.events.append(event)
+        for observer in self.observers:
+            observer.voiced_event(event)
+
+    async def say(self, text: str, site_id: str | None = None) -> None:
+        self.calls.append(("say", text, site_id))
+
+    async def listen(self, site_id: str | None = None) -> None:
+        self.calls.append(("listen", site_id))
+
+    def set_muted(self, muted: bool, site_id: str | None = None) -> None:
+        self.calls.append(("mute", muted, site_id))
+
+    def cancel(self, site_id: str | None = None) -> None:
+        self.calls.append(("cancel", site_id))
+
+    def stage(self, kind: str, name: str | None = None) -> Any:
+        for (k, n), obj in self.stages.items():
+            if k == kind and (name is None or n == name):
+                return obj
+        return None
+
+    def call_threadsafe(self, coro: Any) -> None:
+        asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def errors(self) -> list[Any]:
+        return [e for e in self.events if str(e.type) == "error"]
+
+
+async def eventually(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """Poll ``predicate`` on the loop until truthy; raise TimeoutError naming it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met in {timeout} s")
+        await asyncio.sleep(0.02)
+
+
+@pytest.fixture(scope="session")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl CLI not installed")
+    return make_certs(tmp_path_factory.mktemp("certs"))
+
+
+@pytest.fixture
+def mosquitto(tmp_path: Path, certs: Certs) -> Iterator[Mosquitto]:
+    if shutil.which("mosquitto") is None:
+        pytest.skip("mosquitto not installed (apt-get install mosquitto)")
+    broker = Mosquitto(tmp_path, certs)
+    broker.start()
+    yield broker
+    broker.stop(signal.SIGKILL)
+
+
+@pytest.fixture
+def mqtt_recorder(mosquitto: Mosquitto) -> Iterator[Callable[..., Recorder]]:
+    made: list[Recorder] = []
+
+    def make(*topics: str, **kwargs: Any) -> Recorder:
+        recorder = Recorder(kwargs.pop("port", mosquitto.port), list(topics) or ["#"], **kwargs)
+        made.append(recorder)
+        return recorder
+
+    yield make
+    for recorder in made:
+        recorder.close()
+
+
+@pytest.fixture
+async def assistant() -> RecordingAssistant:
+    return RecordingAssistant()

@@ -1,0 +1,98 @@
+"""Broker loss: the service keeps taking events, queues them (bounded) and delivers in order."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from mqtt_fixtures import eventually
+from voiced_plugins.mqtt import MqttOptions, MqttService
+
+from voiced.events import Event, EventType
+
+TOPIC = "voiced/default/event/timer"
+
+
+def seqs(recorder) -> list[int]:
+    return [json.loads(p)["data"]["seq"] for p in recorder.payloads(TOPIC)]
+
+
+def first_seen(values: list[int]) -> list[int]:
+    seen: dict[int, None] = {}
+    for value in values:
+        seen.setdefault(value, None)
+    return list(seen)
+
+
+async def service_for(mosquitto, assistant, **options) -> MqttService:
+    svc = MqttService(
+        MqttOptions(
+            url=mosquitto.url,
+            discovery=False,
+            reconnect_min_delay=0.1,
+            reconnect_max_delay=0.3,
+            **options,
+        ),
+        assistant,
+    )
+    assistant.observers.append(svc)
+    await svc.start()
+    await eventually(lambda: svc.stats()["connected"])
+    return svc
+
+
+async def test_broker_restarted_mid_stream_loses_no_qos1_event(mosquitto, assistant, mqtt_recorder):
+    # a persistent subscriber session (mosquitto saves it on SIGTERM) sees everything
+    recorder = mqtt_recorder(TOPIC, client_id="persistent-sub", persistent=True)
+    svc = await service_for(mosquitto, assistant, queue_size=5000)
+    total = 600
+    restart = None
+    for seq in range(total):
+        svc.voiced_event(Event(EventType.TIMER, "r1", data={"seq": seq}))
+        if seq == 150:
+            restart = asyncio.ensure_future(asyncio.to_thread(mosquitto.restart, 1.0))
+        await asyncio.sleep(0.004)
+    await restart
+    await recorder.until(lambda ms: len(set(seqs(recorder))) == total, timeout=30)
+    assert first_seen(seqs(recorder)) == list(range(total))
+    assert svc.stats()["dropped"] == 0
+    assert svc._thread is not None and svc._thread.is_alive()
+    await eventually(lambda: svc.stats()["connected"])
+    # subscriptions were made again on reconnect: commands still arrive
+    mqtt_recorder("nothing/here").client.publish("voiced/default/command/listen", "", qos=1)
+    await eventually(lambda: ("listen", "default") in assistant.calls)
+    await svc.stop()
+
+
+async def test_while_the_broker_is_away_the_oldest_events_are_dropped_and_reported(
+    mosquitto, assistant, mqtt_recorder
+):
+    recorder = mqtt_recorder(TOPIC, "voiced/default/event/error", client_id="sub2", persistent=True)
+    svc = await service_for(mosquitto, assistant, queue_size=5)
+    await asyncio.to_thread(mosquitto.stop)
+    await eventually(lambda: not svc.stats()["connected"])
+    for seq in range(20):
+        svc.voiced_event(Event(EventType.TIMER, "r1", data={"seq": seq}))
+    assert svc.stats()["dropped"] == 15
+    await asyncio.to_thread(mosquitto.start)
+    await recorder.until(lambda ms: len(set(seqs(recorder))) == 5, timeout=20)
+    assert first_seen(seqs(recorder)) == [15, 16, 17, 18, 19]
+    error = json.loads(await recorder.first("voiced/default/event/error"))
+    assert error["data"]["dropped"] == 15 and "dropped the 15 oldest" in error["data"]["message"]
+    await svc.stop()
+
+
+async def test_state_topics_are_refreshed_after_a_reconnect(mosquitto, assistant, mqtt_recorder):
+    svc = await service_for(mosquitto, assistant)
+    svc.voiced_event(Event(EventType.TRANSCRIPT, "r1", data={"text": "what time is it"}))
+    probe = mqtt_recorder("voiced/default/transcript")
+    assert await probe.first("voiced/default/transcript") == b"what time is it"
+    # a broker without persistence forgets retained messages: the service re-publishes them
+    await asyncio.to_thread(mosquitto.stop, 9)  # SIGKILL: nothing saved since last autosave
+    (mosquitto.folder / "mosquitto.db").unlink(missing_ok=True)
+    await asyncio.to_thread(mosquitto.start)
+    await eventually(lambda: svc.stats()["connected"], timeout=15)
+    late = mqtt_recorder("voiced/default/transcript", "voiced/status")
+    assert await late.first("voiced/default/transcript") == b"what time is it"
+    assert await late.first("voiced/status") == b"online"
+    await svc.stop()
