@@ -1,0 +1,460 @@
+"""Built-in handlers: time, date, timers, "never mind", and Home Assistant's spoken responses.
+
+Two handler stages:
+
+- ``builtin``: HassGetCurrentTime/Date, the timer intents (start, cancel, cancel all, status,
+  pause, resume, add/remove time) and HassNevermind. A timer that runs out emits a ``timer``
+  event and is announced with ``app.say`` at the site that started it.
+- ``responses`` (``trylast``): for an intent no other handler took (e.g. HassTurnOn when no
+  MQTT action is configured), says Home Assistant's response ("Turned on the light") and
+  marks ``Response.data["acted"] = False`` so observers know nothing was switched.
+
+Answers use Home Assistant's response templates from home-assistant-intents where they exist.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from voiced.context import RunContext
+from voiced.events import Event, EventType
+from voiced.hookspecs import hookimpl
+from voiced.intents import Intent, Response
+
+log = logging.getLogger(__name__)
+
+TIMER_INTENTS = (
+    "HassStartTimer", "HassCancelTimer", "HassCancelAllTimers", "HassTimerStatus",
+    "HassPauseTimer", "HassUnpauseTimer", "HassIncreaseTimer", "HassDecreaseTimer",
+)  # fmt: skip
+HANDLED = ("HassGetCurrentTime", "HassGetCurrentDate", "HassNevermind", *TIMER_INTENTS)
+
+
+class BuiltinOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    language: str = "en"
+    announcement: str = Field(
+        "Your {name}timer is done.",
+        description="said when a timer runs out; {name} is the timer's name and a space, or ''",
+    )
+    max_timers: int = Field(20, gt=0, description="refuse to start more timers than this")
+
+
+class ResponsesOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    language: str = "en"
+
+
+@dataclass
+class Timer:
+    """One kitchen timer; runs on a threading.Timer so it needs no loop to be cancelled."""
+
+    id: int
+    seconds: float
+    site_id: str
+    name: str | None = None
+    area: str | None = None
+    start: tuple[int, int, int] = (0, 0, 0)
+    left_at_pause: float | None = None
+    deadline: float = 0.0
+    handle: threading.Timer | None = field(default=None, repr=False)
+
+    @property
+    def is_active(self) -> bool:
+        return self.left_at_pause is None
+
+    def seconds_left(self) -> float:
+        if self.left_at_pause is not None:
+            return self.left_at_pause
+        return max(0.0, self.deadline - time.monotonic())
+
+    def as_template(self) -> dict[str, Any]:
+        """The shape Home Assistant's timer templates read."""
+        left = round(self.seconds_left())
+        hours, rest = divmod(left, 3600)
+        minutes, seconds = divmod(rest, 60)
+        if hours:
+            seconds = 0
+        return {
+            "is_active": self.is_active,
+            "start_hours": self.start[0],
+            "start_minutes": self.start[1],
+            "start_seconds": self.start[2],
+            "rounded_hours_left": hours,
+            "rounded_minutes_left": minutes,
+            "rounded_seconds_left": seconds,
+            "total_seconds_left": left,
+            "name": self.name or "",
+            "area": self.area or "",
+        }
+
+
+class TimerError(Exception):
+    """A timer request that cannot be done; the message is Home Assistant's error key."""
+
+
+class BuiltinHandler:
+    """Time, date and timers; see the module docstring."""
+
+    name = "builtin"
+
+    def __init__(self, options: BuiltinOptions, app: Any = None) -> None:
+        self.options = options
+        self.app = app
+        self.responses: dict[str, dict[str, str]] = {}
+        self.errors: dict[str, str] = {}
+        self.timers: dict[int, Timer] = {}
+        self._ids = itertools.count(1)
+        self._lock = threading.RLock()
+
+    def load(self) -> None:
+        self.responses, self.errors = _language_responses(self.app, self.options.language)
+
+    def close(self) -> None:
+        with self._lock:
+            for timer in self.timers.values():
+                if timer.handle is not None:
+                    timer.handle.cancel()
+            self.timers.clear()
+
+    async def stop(self) -> None:
+        self.close()
+
+    # -- the hook ---------------------------------------------------------------------------
+
+    @hookimpl
+    def voiced_handle(self, intent: Intent, context: RunContext) -> Response | None:
+        if intent.name not in HANDLED:
+            return None
+        data: dict[str, Any] = {"acted": True}
+        extra: dict[str, Any] = {}
+        now = dt.datetime.now()
+        try:
+            if intent.name == "HassNevermind":
+                return Response("", self.name, data=data)
+            if intent.name == "HassGetCurrentTime":
+                extra["time"] = now.time()
+                fallback = now.strftime("%-I:%M %p")
+            elif intent.name == "HassGetCurrentDate":
+                extra["date"] = now.date()
+                fallback = now.strftime("%B %-d, %Y")
+            else:
+                fallback = self._timer(intent, context, data, extra)
+        except TimerError as exc:
+            key = str(exc)
+            speech = self.errors.get(key) or _PLAIN_ERRORS.get(key, "Sorry, I couldn't do that.")
+            return Response(speech, self.name, data={"acted": False, "error": key})
+        speech = self._say(intent, fallback, **extra)
+        return Response(speech, self.name, data=data)
+
+    # -- timers -----------------------------------------------------------------------------
+
+    def start_timer(
+        self,
+        seconds: float,
+        site_id: str = "default",
+        name: str | None = None,
+        area: str | None = None,
+        start: tuple[int, int, int] | None = None,
+    ) -> Timer:
+        if seconds <= 0:
+            raise TimerError("timer_not_found")
+        with self._lock:
+            if len(self.timers) >= self.options.max_timers:
+                raise TimerError("too_many_timers")
+            start = start or _split(seconds)
+            timer = Timer(next(self._ids), float(seconds), site_id, name, area, start)
+            self.timers[timer.id] = timer
+            self._arm(timer, seconds)
+        self._emit(timer, "started")
+        return timer
+
+    def _timer(
+        self, intent: Intent, context: RunContext, data: dict[str, Any], extra: dict[str, Any]
+    ) -> str:
+        slots = intent.slots
+        if intent.name == "HassStartTimer":
+            seconds = _duration(slots)
+            if seconds <= 0:
+                raise TimerError("timer_not_found")
+            name = str(slots["name"]).strip() if slots.get("name") else None
+            area = context.data.get("area") or slots.get("area")
+            timer = self.start_timer(seconds, context.site_id, name, area)
+            data["timer_id"] = timer.id
+            return f"Timer set for {_spoken_duration(seconds)}"
+        if intent.name == "HassCancelAllTimers":
+            with self._lock:
+                chosen = [t for t in self.timers.values() if _in_area(t, slots.get("area"))]
+                for timer in chosen:
+                    self._remove(timer, "cancelled")
+            extra["canceled"] = len(chosen)
+            data["timer_ids"] = [t.id for t in chosen]
+            return f"Canceled {len(chosen)} timers." if chosen else "No timers were canceled."
+        if intent.name == "HassTimerStatus":
+            with self._lock:
+                chosen = self._find(slots, context, many=True)
+                extra["timers"] = [t.as_template() for t in chosen]
+            data["timer_ids"] = [t.id for t in chosen]
+            return _plain_status(chosen)
+        with self._lock:
+            timer = self._find(slots, context, many=False)[0]
+            data["timer_id"] = timer.id
+            if intent.name == "HassCancelTimer":
+                self._remove(timer, "cancelled")
+                return "Timer cancelled"
+            if intent.name == "HassPauseTimer":
+                if timer.is_active:
+                    timer.left_at_pause = timer.seconds_left()
+                    if timer.handle is not None:
+                        timer.handle.cancel()
+                    self._emit(timer, "paused")
+                return "Timer paused"
+            if intent.name == "HassUnpauseTimer":
+                if not timer.is_active:
+                    left = timer.left_at_pause or 0.0
+                    timer.left_at_pause = None
+                    self._arm(timer, left)
+                    self._emit(timer, "resumed")
+                return "Timer resumed"
+            change = _duration(slots) * (1 if intent.name == "HassIncreaseTimer" else -1)
+            left = max(0.0, timer.seconds_left() + change)
+            if timer.is_active:
+                self._arm(timer, left)
+            else:
+                timer.left_at_pause = left
+            self._emit(timer, "updated")
+            verb = "added to" if change > 0 else "removed from"
+            return f"{_spoken_duration(abs(change))} {verb} timer"
+
+    def _find(self, slots: dict[str, Any], context: RunContext, many: bool) -> list[Timer]:
+        """Timers the slots describe (name, area, start duration), as Home Assistant does."""
+        found = list(self.timers.values())
+        if slots.get("name"):
+            wanted = str(slots["name"]).strip().casefold()
+            found = [t for t in found if (t.name or "").casefold() == wanted]
+        if slots.get("area"):
+            found = [t for t in found if _in_area(t, slots["area"])]
+        start = tuple(int(_number(slots.get(k, 0))) for k in ("start_hours", "start_minutes",
+                                                               "start_seconds"))  # fmt: skip
+        if any(start):
+            found = [t for t in found if t.start == start]
+        if many:
+            return found
+        if not found:
+            raise TimerError("timer_not_found")
+        if len(found) > 1:
+            here = [t for t in found if t.site_id == context.site_id]
+            if len(here) != 1:
+                raise TimerError("multiple_timers_matched")
+            found = here
+        return found
+
+    def _arm(self, timer: Timer, seconds: float) -> None:
+        if timer.handle is not None:
+            timer.handle.cancel()
+        timer.deadline = time.monotonic() + seconds
+        timer.handle = threading.Timer(seconds, self._finish, args=(timer.id,))
+        timer.handle.daemon = True
+        timer.handle.name = f"voiced-timer-{timer.id}"
+        timer.handle.start()
+
+    def _finish(self, timer_id: int) -> None:
+        with self._lock:
+            timer = self.timers.pop(timer_id, None)
+        if timer is None:  # cancelled as it fired
+            return
+        self._emit(timer, "finished")
+        name = f"{timer.name} " if timer.name else ""
+        text = self.options.announcement.format(name=name)
+        log.info("timer %d finished at %s: %s", timer.id, timer.site_id, text)
+        if self.app is not None:
+            self.app.call_threadsafe(self.app.say(text, timer.site_id))
+
+    def _remove(self, timer: Timer, action: str) -> None:
+        if timer.handle is not None:
+            timer.handle.cancel()
+        self.timers.pop(timer.id, None)
+        self._emit(timer, action)
+
+    def _emit(self, timer: Timer, action: str) -> None:
+        if self.app is None:
+            return
+        data = {
+            "action": action,
+            "timer_id": timer.id,
+            "name": timer.name,
+            "area": timer.area,
+            "seconds": timer.seconds,
+            "seconds_left": round(timer.seconds_left(), 1),
+        }
+        self.app.emit(Event(EventType.TIMER, None, timer.site_id, data))
+
+    # -- answers ----------------------------------------------------------------------------
+
+    def _say(self, intent: Intent, fallback: str, **extra: Any) -> str:
+        from voiced_plugins.intent_hassil.responses import response_for
+
+        text = response_for(intent, self.responses, **extra)
+        return text if text else fallback
+
+
+class ResponsesHandler:
+    """Says Home Assistant's response for an intent nobody acted on (``acted`` is False)."""
+
+    name = "responses"
+
+    def __init__(self, options: ResponsesOptions, app: Any = None) -> None:
+        self.options = options
+        self.app = app
+        self.responses: dict[str, dict[str, str]] = {}
+        self.errors: dict[str, str] = {}
+
+    def load(self) -> None:
+        self.responses, self.errors = _language_responses(self.app, self.options.language)
+
+    def close(self) -> None:
+        pass
+
+    @hookimpl(trylast=True)
+    def voiced_handle(self, intent: Intent, context: RunContext) -> Response | None:
+        from voiced_plugins.intent_hassil.responses import response_for
+
+        home = _home(self.app)
+        matched, unmatched = [], []
+        if home is not None:
+            entities = [home.entity(i) for i in intent.data.get("entities") or []]
+            entities = [e for e in entities if e is not None]
+            wanted = intent.slots.get("state")
+            for entity in entities:
+                if wanted is None or entity.state == str(wanted):
+                    matched.append(entity)
+                else:
+                    unmatched.append(entity)
+            if intent.slots.get("name") not in (None, "all") and not entities:
+                return self._unknown(intent)
+        speech = response_for(intent, self.responses, matched, unmatched)
+        if speech is None:
+            return None
+        return Response(speech, self.name, data={"acted": False})
+
+    def _unknown(self, intent: Intent) -> Response:
+        """Home Assistant's "not aware of any device called ..." (in the area/floor named)."""
+        slots = intent.slots
+        key = "no_entity_in_area" if slots.get("area") else "no_entity"
+        key = "no_entity_in_floor" if slots.get("floor") and not slots.get("area") else key
+        values = {"entity": slots["name"], "area": slots.get("area"), "floor": slots.get("floor")}
+        speech = _plain_template(self.errors.get(key, ""), **values)
+        speech = speech or f"Sorry, I am not aware of any device called {slots['name']}"
+        return Response(speech, self.name, data={"acted": False, "error": key})
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+_PLAIN_ERRORS = {
+    "timer_not_found": "Sorry, I couldn't find that timer",
+    "multiple_timers_matched": "Sorry, I am unable to target multiple timers",
+    "too_many_timers": "Sorry, there are too many timers running",
+}
+
+
+def _hassil(app: Any) -> Any:
+    stage = getattr(app, "stage", None)
+    if stage is None:
+        return None
+    try:
+        return stage("intent", "hassil")
+    except Exception:  # hassil not configured
+        return None
+
+
+def _home(app: Any) -> Any:
+    return getattr(_hassil(app), "home", None)
+
+
+def _language_responses(app: Any, language: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """Response templates: the hassil stage's (custom ones included), else the package's."""
+    hassil = _hassil(app)
+    if hassil is not None and getattr(hassil, "responses", None):
+        return hassil.responses, getattr(hassil, "errors", {})
+    import home_assistant_intents
+
+    data = home_assistant_intents.get_intents(language) or {}
+    responses = data.get("responses") or {}
+    return responses.get("intents") or {}, responses.get("errors") or {}
+
+
+def _plain_template(text: str, **values: Any) -> str:
+    """Render an error template (they read plain names such as ``{{ entity }}``)."""
+    from jinja2 import TemplateError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    try:
+        return ImmutableSandboxedEnvironment().from_string(text).render(**values).strip()
+    except TemplateError:
+        return ""
+
+
+def _number(value: Any) -> float:
+    if value in (None, ""):
+        return 0.0
+    if isinstance(value, str) and value.strip().casefold() in ("half", "1/2"):
+        return 0.5
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _duration(slots: dict[str, Any]) -> float:
+    return (
+        _number(slots.get("hours")) * 3600
+        + _number(slots.get("minutes")) * 60
+        + _number(slots.get("seconds"))
+    )
+
+
+def _split(seconds: float) -> tuple[int, int, int]:
+    hours, rest = divmod(round(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    return hours, minutes, secs
+
+
+def _spoken_duration(seconds: float) -> str:
+    parts = []
+    for amount, unit in zip(_split(seconds), ("hour", "minute", "second"), strict=True):
+        if amount:
+            parts.append(f"{amount} {unit}{'' if amount == 1 else 's'}")
+    if not parts:
+        return "0 seconds"
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _plain_status(timers: list[Timer]) -> str:
+    if not timers:
+        return "No timers."
+    soonest = min(timers, key=lambda t: t.seconds_left())
+    return f"{len(timers)} timers. {_spoken_duration(soonest.seconds_left())} left."
+
+
+def _in_area(timer: Timer, area: Any) -> bool:
+    return not area or (timer.area or "").casefold() == str(area).casefold()
+
+
+@hookimpl
+def voiced_register_stages(register: Any) -> None:
+    register(
+        "handler", "builtin", BuiltinHandler, options=BuiltinOptions,
+        description="time, date, timers (announced when done), never mind",
+    )  # fmt: skip
+    register(
+        "handler", "responses", ResponsesHandler, options=ResponsesOptions,
+        description="last resort: say Home Assistant's response for an intent nobody acted on",
+    )  # fmt: skip

@@ -1,0 +1,375 @@
+"""Local intent recognition with Home Assistant's own sentences (hassil + home-assistant-intents).
+
+The ``tryfirst`` implementation of ``voiced_recognize``: templates first, an LLM (if
+configured) only when they miss.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from hassil import Intents, RecognizeResult, merge_dict, recognize_best
+from pydantic import BaseModel, ConfigDict, Field
+from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
+from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
+
+from voiced.context import RunContext
+from voiced.hookspecs import hookimpl
+from voiced.intents import Intent, Transcript
+
+log = logging.getLogger(__name__)
+
+CUSTOM_SENTENCE = "hass_custom_sentence"  # metadata key Home Assistant gives custom sentences
+FUZZY_CUTOFF = 0.75
+GLUE_WORDS = frozenset(
+    ("the", "a", "an", "my", "our", "your", "in", "on", "at", "of", "to", "for", "and",
+     "is", "are", "all", "every", "this", "that")
+)  # fmt: skip
+WARM_UP = ("turn on the kitchen light", "set a timer for five minutes", "what time is it")
+
+__all__ = [
+    "HassilIntent",
+    "HassilOptions",
+    "Home",
+    "HomeError",
+    "intent_slots",
+    "load_home",
+    "resolve_path",
+    "snap_names",
+]
+
+
+class HassilOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    language: str = "en"
+    home: str = Field(
+        "home.yaml",
+        description="home file (floors/areas/entities); relative paths are looked up next to "
+        "the config file, then in the working directory and its config/ folder; '' for none",
+    )
+    sentences: list[str] = Field(
+        default_factory=lambda: ["sentences"],
+        description="folders (or files) of custom sentence YAML, resolved like 'home'; "
+        "missing folders are skipped",
+    )
+    builtin_sentences: bool = Field(True, description="load home-assistant-intents' sentences")
+    fuzzy: bool = Field(
+        True, description="when no template matches exactly, accept near-miss entity/area names"
+    )
+    site_areas: dict[str, str] = Field(
+        default_factory=dict,
+        description="site_id -> area name, so 'turn on the lights' acts in the room it was heard",
+    )
+
+
+class HassilIntent:
+    """Recognizes Home Assistant intents from text with templates; see docs/intents.md."""
+
+    name = "hassil"
+
+    def __init__(self, options: HassilOptions, app: Any = None) -> None:
+        self.options = options
+        self.app = app
+        self.home = Home()
+        self.intents: Intents | None = None
+        self.responses: dict[str, dict[str, str]] = {}
+        self.errors: dict[str, str] = {}
+        self.intent_slots: dict[str, list[str]] = {}
+        self.sentence_files: list[Path] = []
+        self._known_names: list[str] = []
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def load(self) -> None:
+        started = time.perf_counter()
+        self.home = self._load_home()
+        data = self._language_data()
+        for path in self.sentence_files:
+            merge_dict(data, _custom_sentences(path))
+        self.intents = Intents.from_dict(data)
+        self.use_home(self.home)
+        self.responses = data.get("responses", {}).get("intents", {})
+        self.errors = data.get("responses", {}).get("errors", {})
+        self.intent_slots = intent_slots(data)
+        for text in WARM_UP:  # builds hassil's number-word tries, so the first command is fast
+            self._recognize(text, {})
+        log.info(
+            "hassil: %d intents, %d entities, %d areas, %d custom sentence files in %.2fs",
+            len(self.intents.intents),
+            len(self.home.entities),
+            len(self.home.areas),
+            len(self.sentence_files),
+            time.perf_counter() - started,
+        )
+
+    def close(self) -> None:
+        self.intents = None
+
+    def use_home(self, home: Home | dict[str, Any]) -> None:
+        """Swap the home (entities, areas, floors) without reloading the sentences."""
+        self.home = home if isinstance(home, Home) else home_from_dict(home)
+        self._known_names = sorted(
+            {n for e in self.home.entities for n in e.names}
+            | {n for a in self.home.areas for n in (a.name, *a.aliases)}
+            | {n for f in self.home.floors for n in (f.name, *f.aliases)},
+            key=lambda n: -len(n),
+        )
+        if self.intents is not None:
+            self.intents.slot_lists.update(self.home.slot_lists())
+
+    # -- the hook ---------------------------------------------------------------------------
+
+    @hookimpl(tryfirst=True)
+    def voiced_recognize(self, transcript: Transcript, context: RunContext) -> Intent | None:
+        intent = self.recognize(transcript.text, self.intent_context(context))
+        if intent is None and transcript.text.strip():
+            reason = "no sentence template matched" + (" (fuzzy too)" if self.options.fuzzy else "")
+            context.data.setdefault("intent_errors", []).append(
+                {"recognizer": "hassil", "reason": reason}
+            )
+        return intent
+
+    def intent_context(self, context: RunContext | None) -> dict[str, Any]:
+        """Where the person is: ``context.data['area']`` or the site's configured area."""
+        if context is None:
+            return {}
+        area = context.data.get("area") or self.options.site_areas.get(context.site_id)
+        return {"area": area} if area else {}
+
+    def recognize(self, text: str, intent_context: dict[str, Any] | None = None) -> Intent | None:
+        """Text -> the best-matching intent, or None."""
+        if self.intents is None:
+            raise RuntimeError("hassil intent stage used before load()")
+        cleaned = normalize(text)
+        if not cleaned:
+            return None
+        intent_context = intent_context or {}
+        result = self._recognize(cleaned, intent_context)
+        confidence = 1.0
+        if result is None and self.options.fuzzy:
+            result, confidence = self._recognize_fuzzy(cleaned, intent_context)
+        if result is None:
+            return None
+        return self._to_intent(text, result, confidence)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _recognize(self, text: str, intent_context: dict[str, Any]) -> RecognizeResult | None:
+        return recognize_best(
+            text,
+            self.intents,
+            skip_words=FILLER_WORDS,
+            intent_context=intent_context,
+            language=self.options.language,
+            best_metadata_key=CUSTOM_SENTENCE,
+            best_slot_name="name",
+        )
+
+    def _recognize_fuzzy(
+        self, text: str, intent_context: dict[str, Any]
+    ) -> tuple[RecognizeResult | None, float]:
+        """Snap words that nearly spell a known name/area/floor to it, then match again."""
+        fixed, score = snap_names(text, self._known_names)
+        if fixed == text:
+            return None, 0.0
+        result = self._recognize(fixed, intent_context)
+        return (result, score) if result is not None else (None, 0.0)
+
+    def _to_intent(self, text: str, result: RecognizeResult, confidence: float) -> Intent:
+        slots = {e.name: _plain(e.value) for e in result.entities_list}
+        matched = []
+        domain = next((d for p, d in INTENT_DOMAINS if result.intent.name.startswith(p)), None)
+        if _about_entities(result.intent.name, slots) or result.intent.name in READ_ANY:
+            matched = self.home.match({**slots, "domain": domain} if domain else slots)
+        data: dict[str, Any] = {
+            "response": result.response,
+            "entities": [e.id for e in matched],
+            "context": dict(result.context),
+            "metadata": dict(result.intent_metadata or {}),
+            "slot_text": {e.name: e.text_clean for e in result.entities_list},
+            "custom": bool((result.intent_metadata or {}).get(CUSTOM_SENTENCE)),
+        }
+        if confidence < 1.0:
+            data["fuzzy"] = True
+        return Intent(result.intent.name, slots, text, round(confidence, 3), "hassil", data)
+
+    def _load_home(self) -> Home:
+        if not self.options.home:
+            return Home()
+        return load_home(self._resolve(self.options.home, must_exist=True))
+
+    def _language_data(self) -> dict[str, Any]:
+        self.sentence_files = []
+        for entry in self.options.sentences:
+            path = self._resolve(entry, must_exist=False)
+            if path.is_dir():
+                self.sentence_files.extend(sorted(path.glob("**/*.yaml")))
+            elif path.is_file():
+                self.sentence_files.append(path)
+        data: dict[str, Any] = {"language": self.options.language, "intents": {}}
+        if self.options.builtin_sentences:
+            import home_assistant_intents
+
+            bundled = home_assistant_intents.get_intents(self.options.language)
+            if bundled is None:
+                known = ", ".join(home_assistant_intents.get_languages())
+                raise ValueError(
+                    f"home-assistant-intents has no sentences for language "
+                    f"{self.options.language!r}; set [stages.intent.hassil] language to one of: "
+                    f"{known}"
+                )
+            data = bundled
+        return data
+
+    def _resolve(self, entry: str, must_exist: bool) -> Path:
+        return resolve_path(entry, self.app, must_exist)
+
+
+def resolve_path(entry: str, app: Any = None, must_exist: bool = True) -> Path:
+    """An absolute path, or one found next to the config file, in the working directory or
+    its ``config/`` folder (in that order)."""
+    path = Path(entry).expanduser()
+    if path.is_absolute():
+        candidates = [path]
+    else:
+        candidates = []
+        config_file = getattr(getattr(app, "settings", None), "config_file", None)
+        if config_file:
+            candidates.append(Path(config_file).parent / path)
+        candidates += [Path.cwd() / path, Path.cwd() / "config" / path]
+    for candidate in candidates:
+        if candidate.exists():
+            return candidate
+    if must_exist:
+        tried = ", ".join(str(c) for c in candidates)
+        raise HomeError(
+            f"{entry!r} not found (looked in: {tried}); set the stage's 'home' option to an "
+            "existing file, or '' for no home"
+        )
+    return candidates[0]
+
+
+def _custom_sentences(path: Path) -> dict[str, Any]:
+    """A custom sentence file, its templates marked so they win over the bundled ones."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"custom sentences {path}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"custom sentences {path}: expected a mapping with 'intents:'")
+    data.pop("language", None)
+    for name, intent in (data.get("intents") or {}).items():
+        if not isinstance(intent, dict) or not isinstance(intent.get("data"), list):
+            raise ValueError(f"custom sentences {path}: intents.{name} needs a 'data:' list")
+        for item in intent["data"]:
+            item.setdefault("metadata", {})[CUSTOM_SENTENCE] = True
+    return data
+
+
+def snap_names(text: str, names: list[str], cutoff: float = FUZZY_CUTOFF) -> tuple[str, float]:
+    """Replace runs of words that nearly spell one of ``names``, best matches first.
+
+    Returns the new text and the lowest similarity of the replacements (1.0: none made).
+    """
+    words = text.split()
+    folded = [w.casefold().strip(".,!?") for w in words]
+    candidates: list[tuple[float, int, int, str]] = []
+    for name in names:
+        target = name.casefold()
+        exact = len(target.split())
+        for size in {exact, exact + 1, exact - 1} - {0}:  # ASR splits and joins words too
+            for start in range(len(words) - size + 1):
+                window = folded[start : start + size]
+                if window[0] in GLUE_WORDS or window[-1] in GLUE_WORDS:
+                    continue  # "the temperature" is not "Outside Temperature"
+                spoken = " ".join(window)
+                matcher = difflib.SequenceMatcher(None, spoken, target)
+                if matcher.real_quick_ratio() < cutoff or matcher.quick_ratio() < cutoff:
+                    continue
+                ratio = 1.0 if spoken == target else matcher.ratio()
+                if ratio >= cutoff:
+                    candidates.append((ratio, size, start, name))
+    taken = [False] * len(words)
+    chosen: list[tuple[int, int, str]] = []
+    lowest = 1.0
+    # Prefer close spellings of long names: "kitchen cieling" is the Kitchen ceiling light,
+    # not the Kitchen area followed by noise.
+    ranked = sorted(candidates, key=lambda c: (-(c[0] ** 4) * len(c[3]), -c[0]))
+    for ratio, size, start, name in ranked:
+        if any(taken[start : start + size]):
+            continue
+        taken[start : start + size] = [True] * size
+        if ratio < 1.0:
+            chosen.append((start, size, name))
+            lowest = min(lowest, ratio)
+    for start, size, name in sorted(chosen, reverse=True):
+        words[start : start + size] = [name]
+    return " ".join(words), lowest
+
+
+INTENT_DOMAINS = (
+    ("HassClimate", "climate"), ("HassGetWeather", "weather"), ("HassLightSet", "light"),
+    ("HassMedia", "media_player"), ("HassSetVolume", "media_player"), ("HassVacuum", "vacuum"),
+    ("HassLawnMower", "lawn_mower"), ("HassFanSetSpeed", "fan"), ("HassList", "todo"),
+)  # fmt: skip
+"""Intents that only ever act on one domain (Home Assistant's handlers filter the same way)."""
+
+READ_ANY = frozenset(("HassClimateGetTemperature", "HassGetWeather"))
+"""Questions that, naming nothing, are about every entity of their domain (as in HA)."""
+
+NOT_ABOUT_ENTITIES = re.compile(r"Timer|HassGetCurrent|HassNevermind|HassRespond|HassBroadcast")
+
+
+def _about_entities(intent_name: str, slots: dict[str, Any]) -> bool:
+    """Whether name/area slots point at home entities (a timer's name does not)."""
+    if NOT_ABOUT_ENTITIES.search(intent_name):
+        return False
+    return any(k in slots for k in ("name", "area", "floor", "domain", "device_class"))
+
+
+_LIST_REF = re.compile(r"\{([\w-]+)(?::([\w-]+))?\}")
+_RULE_REF = re.compile(r"<([\w-]+)>")
+
+
+def intent_slots(data: dict[str, Any]) -> dict[str, list[str]]:
+    """Each intent's slot names, read from its templates (``{list}``, ``{list:slot}``), through
+    expansion rules (``<name>``), plus fixed ``slots:``."""
+    shared: dict[str, str] = dict(data.get("expansion_rules") or {})
+
+    def refs(template: str, rules: dict[str, str], seen: frozenset[str] = frozenset()) -> set[str]:
+        found = {slot or name for name, slot in _LIST_REF.findall(template)}
+        for rule in _RULE_REF.findall(template):
+            if rule not in seen and rule in rules:
+                found |= refs(rules[rule], rules, seen | {rule})
+        return found
+
+    found: dict[str, set[str]] = {}
+    for name, intent in (data.get("intents") or {}).items():
+        slots = found.setdefault(name, set())
+        for item in intent.get("data") or []:
+            slots.update((item.get("slots") or {}).keys())
+            rules = {**shared, **(item.get("expansion_rules") or {})}
+            for sentence in item.get("sentences") or []:
+                slots |= refs(sentence, rules)
+    return {name: sorted(slots) for name, slots in sorted(found.items())}
+
+
+def _plain(value: Any) -> Any:
+    """Whole-number floats as ints (hassil yields 2.0 for "2" but 2 for "two")."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+@hookimpl
+def voiced_register_stages(register: Any) -> None:
+    register(
+        "intent", "hassil", HassilIntent, options=HassilOptions,
+        description="Home Assistant intents with hassil templates (home-assistant-intents)",
+    )  # fmt: skip
