@@ -40,7 +40,7 @@ BASE: dict[str, Any] = {
         "wake": [],
         "asr": ["whisper-ctranslate2"],
         "intent": ["hassil"],
-        "handler": ["builtin"],
+        "handler": ["builtin", "responses"],
         "tts": ["piper"],
         "sink": [],
         "service": [],

@@ -80,6 +80,7 @@ def merge(*dicts: dict[str, Any]) -> dict[str, Any]:
 def cmd_run(args: argparse.Namespace) -> int:
     from voiced.daemon import Daemon
 
+    setup_logging(args.log_level or os.environ.get("VOICED_LOG_LEVEL", "INFO"))
     host = plugin_host()
     overrides = cli_overrides(args, host)
     extra = [("cli-events", EventPrinter())] if args.events == "json" else []
@@ -424,6 +425,17 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     p.add_argument("--events", choices=["log", "json"], default="log")
     stage_args(p, ("tts", "sink"))
     p.set_defaults(func=cmd_say)
+
+    from voiced import doctor, service_install
+
+    p = sub.add_parser("doctor", help=doctor.HELP, description=doctor.HELP)
+    doctor.configure_doctor_parser(p)
+    p.set_defaults(func=doctor.run_doctor)
+    p = sub.add_parser(
+        "install-service", help=service_install.HELP, description=service_install.HELP
+    )
+    service_install.configure_install_parser(p)
+    p.set_defaults(func=service_install.run_install_service)
 
     groups: dict[str, argparse._SubParsersAction] = {}
     for name, help_text, configure, func in extra:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 
 
 class Notifier:
@@ -41,7 +42,9 @@ class Notifier:
         return self.notify("STOPPING=1")
 
     def reloading(self) -> bool:
-        return self.notify("RELOADING=1")
+        # MONOTONIC_USEC lets newer systemd (253+) match the reload; older ones ignore it.
+        now_usec = time.clock_gettime_ns(time.CLOCK_MONOTONIC) // 1000
+        return self.notify("RELOADING=1", f"MONOTONIC_USEC={now_usec}")
 
 
 def watchdog_interval() -> float | None:
