@@ -145,12 +145,16 @@ class WavSinkOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field("answers", description="a folder, or a file name template")
     rate: int | None = Field(None, description="resample to this rate; default: the voice's")
+    realtime: bool = Field(
+        False, description="write at playback speed, so speaking lasts as long as the audio"
+    )
 
 
 class WavSink:
     """Writes each spoken answer to a WAV file as it streams in (an answers folder by default).
 
-    ``path`` may be a folder or a template with {site_id}, {run_id} and {time}.
+    ``path`` is a folder (one file per answer), a ``.wav`` file (the latest answer), or a
+    template with {site_id}, {run_id} and {time}.
     """
 
     def __init__(self, options: WavSinkOptions, app: Any = None) -> None:
@@ -165,7 +169,7 @@ class WavSink:
 
     def target(self, run_id: str, site_id: str) -> Path:
         template = self.options.path
-        if "{" not in template:
+        if "{" not in template and not template.lower().endswith(".wav"):
             template = str(Path(template) / "{site_id}-{time}-{run_id}.wav")
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path = Path(template.format(site_id=site_id, run_id=run_id[:8], time=stamp))
@@ -175,9 +179,11 @@ class WavSink:
     async def play(self, audio: AsyncIterator[AudioChunk], run_id: str, site_id: str) -> None:
         wav: wave.Wave_write | None = None
         converter: StreamConverter | None = None
+        started = played = 0.0
         try:
             async for chunk in audio:
                 if wav is None:
+                    started = time.monotonic()
                     rate = self.options.rate or chunk.format.rate
                     target = AudioFormat(rate, 2, 1)
                     converter = StreamConverter(chunk.format, target)
@@ -187,12 +193,25 @@ class WavSink:
                     wav.setsampwidth(2)
                     wav.setframerate(rate)
                     self.written.append(path)
-                wav.writeframes(converter.convert(chunk.audio))
+                for piece in _slices(chunk, self.options.realtime):
+                    if self.options.realtime:  # like a loudspeaker: a cancel stops it mid-answer
+                        await asyncio.sleep(max(0.0, started + played - time.monotonic()))
+                        played += len(piece) / chunk.format.bytes_per_second
+                    wav.writeframes(converter.convert(piece))
             if wav is not None and converter is not None:
                 wav.writeframes(converter.convert(b"", last=True))
         finally:
             if wav is not None:
                 wav.close()
+
+
+def _slices(chunk: AudioChunk, realtime: bool) -> list[bytes]:
+    """20 ms pieces when pacing at playback speed, else the whole chunk."""
+    if not realtime:
+        return [chunk.audio]
+    frame = chunk.format.width * chunk.format.channels
+    step = max(frame, chunk.format.bytes_per_second // 50 // frame * frame)
+    return [chunk.audio[i : i + step] for i in range(0, len(chunk.audio), step)]
 
 
 @hookimpl

