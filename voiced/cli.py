@@ -317,9 +317,12 @@ def cmd_say(args: argparse.Namespace) -> int:
     settings, host = prepare(args.config, overrides, extra, host=host)
     setup_logging(args.log_level or settings.log_level)
 
+    # Of the services only the event logger: a one-shot `say` starts no MQTT or Wyoming.
+    settings.pipeline.service = ["log"] if args.events == "log" else []
+
     async def speak() -> None:
         pipeline = Pipeline(settings, host)
-        pipeline.build(only={"tts", "sink"})
+        pipeline.build(only={"tts", "sink", "service"})
         await pipeline.start()
         try:
             await pipeline.say(args.text)
