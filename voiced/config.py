@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from voiced.arbiter import ArbiterConfig
+
 DEFAULT_CONFIG_PATHS = (Path("config/voiced.toml"), Path("/etc/voiced/voiced.toml"))
 SECRET_WORDS = ("password", "secret", "token", "api_key", "apikey", "key_file", "keyfile")
 
@@ -91,6 +93,8 @@ class Settings(BaseSettings):
     vad: VadConfig = VadConfig()
     conversation: ConversationConfig = ConversationConfig()
     plugins: PluginsConfig = PluginsConfig()
+    arbiter: ArbiterConfig = ArbiterConfig()
+    """Multi-room de-duplication: one wake word heard in several rooms starts one run."""
     stages: dict[str, dict[str, dict[str, Any]]] = {}
     """Options per stage: ``[stages.<kind>.<name>]``, validated by the plugin's own model."""
 

@@ -152,6 +152,10 @@ def apply_live(pipeline: Pipeline, new: Settings) -> dict[str, list[str]]:
             if muted_changed:
                 site.set_muted(new.conversation.muted)
         applied.append("conversation")
+    if new.arbiter != old.arbiter:
+        old.arbiter = new.arbiter
+        pipeline.arbiter.config = new.arbiter
+        applied.append("arbiter")
     for key in ("stage_timeout", "shutdown_grace", "not_understood"):
         if getattr(new.pipeline, key) != getattr(old.pipeline, key):
             setattr(old.pipeline, key, getattr(new.pipeline, key))

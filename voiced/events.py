@@ -15,6 +15,7 @@ class EventType(StrEnum):
     ENGINE_FALLBACK = "engine-fallback"
     RUN_START = "run-start"
     WAKE = "wake"
+    WAKE_IGNORED = "wake-ignored"
     VAD_START = "vad-start"
     VAD_END = "vad-end"
     TRANSCRIPT = "transcript"

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from voiced.arbiter import WakeArbiter
 from voiced.building import make_stage
 from voiced.chain import EngineChain
 from voiced.config import Settings
@@ -57,6 +58,7 @@ class Pipeline:
         self._registered: list[Any] = []
         self.accepting = True
         self.dropped_utterances = 0
+        self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._built = False
 
     # -- app API for plugins -----------------------------------------------------------------

@@ -1,0 +1,153 @@
+"""Multi-room wake de-duplication: one wake word heard by several sites starts one run.
+
+A person saying "okay nabu" between two rooms is heard by both microphones. Each site asks
+the arbiter before it starts a run (``await arbiter.claim(site_id, detection)``); claims for
+the same wake word that fall within ``window`` seconds of the first one form a round, and one
+site of the round wins:
+
+- ``earliest``: the first claim wins at once (no added latency); later ones are ignored.
+- ``loudest``: the round stays open for ``window`` seconds, then the highest wake score wins
+  (ties: higher ``energy`` in the detection data if the wake stage reports it, then earliest).
+  The nearest microphone usually hears the word most clearly, so its room gets the answer,
+  at the cost of ``window`` seconds of wake latency.
+
+Why 0.3 s by default: the same utterance reaches the detectors of two rooms at different
+moments because of the satellite's audio chunking (wyoming-satellite sends 64 ms chunks), the
+wake model's hop (openWakeWord scores every 80 ms and a far microphone may cross the
+threshold a frame or two later) and Wi-Fi jitter (tens of ms): about 64 + 160 + 50 ms in the
+worst usual case. Saying a wake word takes 0.5-1 s, so two genuine wakes can't fall within
+0.3 s of each other; and in ``loudest`` mode 0.3 s is a delay people don't notice before the
+listening chime.
+
+Every ignored site gets a ``wake-ignored`` event naming the winner and the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from voiced.events import Event
+from voiced.stages import WakeDetection
+
+WAKE_IGNORED = "wake-ignored"
+"""Event type sent for a site whose wake detection lost to another site's."""
+
+
+class ArbiterConfig(BaseModel):
+    """``[arbiter]``: which site runs when several hear the same wake word."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    enabled: bool = True
+    policy: Literal["earliest", "loudest"] = "earliest"
+    window: float = Field(0.3, ge=0.0, le=5.0, description="seconds that make one round")
+    match: Literal["same-word", "any-word"] = Field(
+        "same-word", description="whether different wake words at once also compete"
+    )
+
+
+@dataclass
+class _Claim:
+    site_id: str
+    detection: WakeDetection
+    at: float
+
+    def rank(self) -> tuple[float, float, float]:
+        energy = self.detection.data.get("energy", 0.0)
+        energy = float(energy) if isinstance(energy, int | float) else 0.0
+        return (float(self.detection.score), energy, -self.at)
+
+
+@dataclass
+class _Round:
+    key: str
+    opened: float
+    claims: dict[str, _Claim] = field(default_factory=dict)
+    winner: str | None = None
+    decided: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class WakeArbiter:
+    """Decides which site of a round of near-simultaneous wake detections runs."""
+
+    def __init__(
+        self,
+        config: ArbiterConfig | None = None,
+        emit: Callable[[Event], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config or ArbiterConfig()
+        self.emit = emit or (lambda _event: None)
+        self.clock = clock
+        self._rounds: list[_Round] = []
+
+    async def claim(self, site_id: str, detection: WakeDetection) -> bool:
+        """True if ``site_id`` may start a run for this detection; False if another site won."""
+        config = self.config
+        if not config.enabled or config.window <= 0:
+            return True
+        now = self.clock()
+        key = detection.name if config.match == "same-word" else "*"
+        self._rounds = [
+            r for r in self._rounds if not r.decided.is_set() or now - r.opened <= config.window
+        ]
+        current = next(
+            (r for r in self._rounds if r.key == key and now - r.opened <= config.window), None
+        )
+        claim = _Claim(site_id, detection, now)
+        if current is None:
+            current = _Round(key, now)
+            self._rounds.append(current)
+            current.claims[site_id] = claim
+            if config.policy == "earliest":
+                self._decide(current, site_id)
+                return True
+            await asyncio.sleep(config.window)
+            best = max(current.claims.values(), key=_Claim.rank)
+            self._decide(current, best.site_id)
+            return current.winner == site_id
+        if site_id in current.claims:  # the same site again (a second detector, a repeat)
+            await current.decided.wait()
+            return current.winner == site_id
+        current.claims[site_id] = claim
+        if current.decided.is_set():  # earliest: already decided
+            self._ignored(current, claim)
+            return False
+        await current.decided.wait()
+        return current.winner == site_id
+
+    def _decide(self, round_: _Round, winner: str) -> None:
+        round_.winner = winner
+        round_.decided.set()
+        for claim in round_.claims.values():
+            if claim.site_id != winner:
+                self._ignored(round_, claim)
+
+    def _ignored(self, round_: _Round, claim: _Claim) -> None:
+        won = round_.claims[round_.winner or claim.site_id]
+        if self.config.policy == "earliest":
+            reason = (
+                f"{round_.winner} heard {won.detection.name!r} {claim.at - won.at:.3f} s earlier"
+            )
+        else:
+            reason = (
+                f"{round_.winner} heard {won.detection.name!r} louder "
+                f"(score {won.detection.score:.3f} vs {claim.detection.score:.3f})"
+            )
+        data: dict[str, Any] = {
+            "name": claim.detection.name,
+            "score": round(float(claim.detection.score), 4),
+            "winner": round_.winner,
+            "winner_score": round(float(won.detection.score), 4),
+            "policy": self.config.policy,
+            "window": self.config.window,
+            "delay_s": round(claim.at - won.at, 4),
+            "reason": reason,
+        }
+        self.emit(Event(WAKE_IGNORED, None, claim.site_id, data))
