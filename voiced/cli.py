@@ -102,7 +102,7 @@ def _configured_services(args: argparse.Namespace) -> list[str]:
 
 def cli_overrides(args: argparse.Namespace, host: PluginHost) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
-    for kind in ("source", "sink", "asr", "tts"):
+    for kind in ("source", "wake", "sink", "asr", "tts"):
         specs = getattr(args, kind, None)
         if specs:
             parts.append(stage_overrides(kind, specs, host))
@@ -112,6 +112,8 @@ def cli_overrides(args: argparse.Namespace, host: PluginHost) -> dict[str, Any]:
                 opts["realtime"] = True
     if getattr(args, "site_id", None):
         parts.append({"site_id": args.site_id})
+    if getattr(args, "muted", False):
+        parts.append({"conversation": {"muted": True}})
     return merge(*parts) if parts else {}
 
 
@@ -380,6 +382,7 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
             "sink": "answer sink NAME[:VALUE], e.g. wav:DIR (repeatable)",
             "asr": "ASR engine NAME (repeatable: a fallback chain)",
             "tts": "TTS engine NAME (repeatable: a fallback chain)",
+            "wake": "wake word stage NAME[:VALUE], e.g. openwakeword:hey_jarvis",
         }
         for kind in kinds:
             p.add_argument(f"--{kind}", action="append", metavar="NAME[:VALUE]", help=helps[kind])
@@ -391,7 +394,8 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
         "the file and exits; with a microphone or a server it runs until "
         "SIGTERM/SIGINT. SIGHUP reloads the config.",
     )
-    stage_args(run, ("source", "sink", "asr", "tts"))
+    stage_args(run, ("source", "wake", "sink", "asr", "tts"))
+    run.add_argument("--muted", action="store_true", help="start muted (unmute over MQTT)")
     run.add_argument("--realtime", action="store_true", help="feed files at speaking pace")
     run.add_argument("--site-id", help="the site (room) id of the local source")
     run.add_argument(

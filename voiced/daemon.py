@@ -150,7 +150,7 @@ def apply_live(pipeline: Pipeline, new: Settings) -> dict[str, list[str]]:
         for site in pipeline.sites.values():
             site.conversation = new.conversation
             if muted_changed:
-                site.set_muted(new.conversation.muted)
+                site.set_muted(new.conversation.muted, reason="config")
         applied.append("conversation")
     if new.arbiter != old.arbiter:
         old.arbiter = new.arbiter

@@ -94,6 +94,7 @@ class Pipeline:
         site = self.sites.get(site_id)
         if site is not None:
             site.tasks[context.run_id] = task
+            task.add_done_callback(lambda _t: site.tasks.pop(context.run_id, None))
         await asyncio.shield(task)
 
     async def listen(self, site_id: str | None = None) -> None:
@@ -266,6 +267,7 @@ class Pipeline:
             self._submit,
             self.new_context,
             sinks,
+            claim_wake=self.arbiter.claim if self.arbiter.config.enabled else None,
         )
         self.sites[site_id] = site
         return site
@@ -276,6 +278,7 @@ class Pipeline:
         if self.queue.full() and self.settings.pipeline.overload_policy == "drop-oldest":
             dropped = self.queue.get_nowait()
             self.queue.task_done()
+            self._forget_pending(dropped.context)
             self.dropped_utterances += 1
             message = (
                 f"ASR is behind: queue of {self.queue.maxsize} full, dropped the oldest "
@@ -303,12 +306,27 @@ class Pipeline:
             except Exception:
                 log.exception("ASR worker failed")
             finally:
+                self._forget_pending(utterance.context)
                 self.queue.task_done()
+
+    def _cancelled(self, context: RunContext) -> bool:
+        """A run cancelled (barge-in, command) while it waited for ASR ends here."""
+        reason = context.data.get("cancelled")
+        if reason:
+            self._end_run(context, str(reason), thinking=True)
+        return bool(reason)
+
+    def _forget_pending(self, context: RunContext) -> None:
+        site = self.sites.get(context.site_id)
+        if site is not None:
+            site.pending.pop(context.run_id, None)
 
     async def _transcribe(self, utterance: Utterance) -> None:
         assert self.asr is not None
         context = utterance.context
         run, site_id = context.run_id, context.site_id
+        if self._cancelled(context):
+            return
         audio_seconds = len(utterance.audio) / 32000
         started = time.monotonic()
         try:
@@ -347,6 +365,8 @@ class Pipeline:
         )
         if transcript.no_speech or not transcript.text.strip():
             self._end_run(context, "no-speech", thinking=True)
+            return
+        if self._cancelled(context):
             return
         task = self._spawn(self._respond(context, transcript, utterance.ended_at))
         site = self.sites.get(site_id)

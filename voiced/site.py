@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,8 +45,10 @@ class Site:
         submit: Callable[[Utterance], Any],
         new_context: Callable[[str], RunContext],
         sinks: list[Any] | None = None,
+        claim_wake: Callable[[str, WakeDetection], Awaitable[bool]] | None = None,
     ) -> None:
         self.site_id = site_id
+        self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
         self.segmenter = segmenter
         self.wakes = wakes
         self.conversation = conversation
@@ -57,24 +60,30 @@ class Site:
         self.current: RunContext | None = None  # the run being listened to
         self.awake_until: float | None = None  # stream time; None = not awake
         self.tasks: dict[str, asyncio.Task[Any]] = {}  # runs past ASR, by run id
+        self.pending: dict[str, RunContext] = {}  # runs queued for or inside ASR
         self.thinking = 0
         self.speaking = 0
         self.state = "idle"
+        self.clock = 0.0  # seconds of audio fed here (the segmenter counts only what VAD saw)
+        if self.muted:
+            self.emit(Event(EventType.MUTED, None, site_id, {"muted": True, "reason": "config"}))
 
     # -- audio in ---------------------------------------------------------------------------
 
     async def feed(self, chunk: AudioChunk) -> None:
         if self.muted:
             return
-        now = self.segmenter.stream_time
+        self.clock += chunk.seconds
+        speech_barge_in = bool(self.speaking) and self.conversation.barge_in == "speech"
         if self.wakes:
             detection = self._detect(chunk)
             if detection is not None:
-                self._on_wake(detection, now)
+                if self.claim_wake is None or await self.claim_wake(self.site_id, detection):
+                    self._on_wake(detection)
                 return
-            if self.awake_until is None:
-                return
-        elif self.speaking and self.conversation.barge_in != "speech":
+            if self.awake_until is None and self.current is None and not speech_barge_in:
+                return  # idle: only the wake word listens (VAD is not run, to save CPU)
+        elif self.speaking and not speech_barge_in:
             return  # don't transcribe our own answer coming back through the microphone
         for event in self.segmenter.feed(chunk.audio):
             if isinstance(event, SpeechStarted):
@@ -84,7 +93,7 @@ class Site:
         if (
             self.awake_until is not None
             and not self.segmenter.in_speech
-            and self.segmenter.stream_time > self.awake_until
+            and self.clock > self.awake_until
         ):
             self._end_listening("no-speech-timeout")
 
@@ -98,7 +107,11 @@ class Site:
 
     # -- control ----------------------------------------------------------------------------
 
-    def set_muted(self, muted: bool) -> None:
+    def set_muted(self, muted: bool, reason: str = "command") -> None:
+        """Stop (or resume) listening: no wake word, no VAD; a run being listened to ends.
+
+        An answer already playing finishes; ``cancel()`` stops it.
+        """
         if muted == self.muted:
             return
         self.muted = muted
@@ -107,24 +120,28 @@ class Site:
             wake.reset()
         if muted and self.current is not None:
             self._end_listening("muted")
-        self.emit(Event(EventType.MUTED, None, self.site_id, {"muted": muted}))
+        self.emit(Event(EventType.MUTED, None, self.site_id, {"muted": muted, "reason": reason}))
         self.update_state()
 
     def listen(self, reason: str = "command", seconds: float | None = None) -> RunContext:
-        """Start listening without a wake word (MQTT listen, follow-up)."""
+        """Start listening without a wake word (MQTT listen, follow-up, after a wake word)."""
         if self.current is None:
             self.current = self.new_context(self.site_id)
             self.emit(
                 Event(EventType.RUN_START, self.current.run_id, self.site_id, {"reason": reason})
             )
         window = seconds if seconds is not None else self.conversation.wake_timeout
-        self.awake_until = self.segmenter.stream_time + window
+        self.awake_until = self.clock + window
+        self.segmenter.reset()
         self.update_state()
         return self.current
 
     def cancel(self, reason: str = "cancelled") -> int:
         """Stop every run in flight here (playback included); returns how many."""
         cancelled = 0
+        for context in self.pending.values():  # the pipeline drops these when ASR is done
+            context.data.setdefault("cancelled", reason)
+            cancelled += 1
         for run_id, task in list(self.tasks.items()):
             if not task.done():
                 task.cancel(reason)
@@ -139,7 +156,7 @@ class Site:
             state = "speaking"
         elif self.thinking:
             state = "thinking"
-        elif self.current is not None or (self.awake_until is not None):
+        elif self.current is not None or self.awake_until is not None:
             state = "listening"
         else:
             state = "idle"
@@ -150,11 +167,11 @@ class Site:
     # -- internals --------------------------------------------------------------------------
 
     def _detect(self, chunk: AudioChunk) -> WakeDetection | None:
-        listening_for_barge_in = (
-            self.speaking or self.thinking
-        ) and self.conversation.barge_in == "wake"
-        if self.awake_until is not None and not listening_for_barge_in:
-            return None
+        busy = bool(self.speaking or self.thinking)
+        if busy and self.conversation.barge_in != "wake":
+            return None  # barge-in off (or by speech): a wake word doesn't cut the answer
+        if not busy and (self.awake_until is not None or self.current is not None):
+            return None  # already listening for the command
         for wake in self.wakes:
             detection = wake.process(chunk)
             if detection is not None:
@@ -163,13 +180,13 @@ class Site:
                 return detection
         return None
 
-    def _on_wake(self, detection: WakeDetection, now: float) -> None:
-        if self.speaking or self.thinking:
+    def _on_wake(self, detection: WakeDetection) -> None:
+        barge_in = bool(self.speaking or self.thinking)
+        if barge_in:
             self.cancel("barge-in")
         if self.current is not None:
             self._end_listening("wake-again")
-        self.segmenter.reset()
-        context = self.listen(reason="wake")
+        context = self.listen(reason="barge-in" if barge_in else "wake")
         self.emit(
             Event(
                 EventType.WAKE,
@@ -178,7 +195,8 @@ class Site:
                 {
                     "name": detection.name,
                     "score": round(float(detection.score), 4),
-                    "stream_time": round(now, 3),
+                    "stream_time": round(self.clock, 3),
+                    "barge_in": barge_in,
                     **detection.data,
                 },
             )
@@ -197,14 +215,12 @@ class Site:
                 EventType.VAD_START,
                 self.current.run_id,
                 self.site_id,
-                {"stream_time": round(event.stream_time, 3)},
+                {"stream_time": round(self._time_of(event.stream_time), 3)},
             )
         )
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
-        import time
-
         context = self.current or self.new_context(self.site_id)
         self.current = None
         self.awake_until = None
@@ -214,7 +230,7 @@ class Site:
                 context.run_id,
                 self.site_id,
                 {
-                    "stream_time": round(event.stream_time, 3),
+                    "stream_time": round(self._time_of(event.stream_time), 3),
                     "seconds": round(event.seconds, 3),
                     "reason": event.reason,
                 },
@@ -222,7 +238,12 @@ class Site:
         )
         self.thinking += 1
         self.update_state()
+        self.pending[context.run_id] = context
         await self.submit(Utterance(context, event.audio, time.monotonic(), event.reason))
+
+    def _time_of(self, segmenter_time: float) -> float:
+        """A segmenter time on this site's clock (the segmenter counts only what it was fed)."""
+        return self.clock - (self.segmenter.stream_time - segmenter_time)
 
     def _end_listening(self, reason: str) -> None:
         context, self.current, self.awake_until = self.current, None, None
