@@ -1,0 +1,116 @@
+"""What both Whisper engines share: options, the encoder window, and the no-speech guards."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+SAMPLE_RATE = 16000
+FULL_WINDOW_S = 30
+
+
+class WhisperOptions(BaseModel):
+    """Options common to the two engines (``[stages.asr.<engine>]`` in the config)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field("bundled:tiny.en", description="bundled:tiny.en, a local dir or a hub id")
+    device: str = Field("auto", description="auto | cpu | cuda | cuda:N (ROCm GPUs are cuda)")
+    language: str | None = Field(None, description="None: English models say en, others detect")
+    task: Literal["transcribe", "translate"] = "transcribe"
+    beam_size: int = Field(1, ge=1, le=16, description="1 is greedy decoding")
+    window: Literal["full", "fit"] = Field(
+        "fit",
+        description="encoder context: 'full' pads every utterance to Whisper's 30 s, 'fit' sizes "
+        "it to the utterance (much faster for short commands; see docs/asr.md)",
+    )
+    fit_padding_s: float = Field(1.0, ge=0.0, le=30.0)
+    fit_min_s: float = Field(5.0, ge=1.0, le=30.0)
+    no_speech_threshold: float | None = Field(0.6, ge=0.0, le=1.0)
+    no_speech_reject: float | None = Field(
+        0.9,
+        ge=0.0,
+        le=1.0,
+        description="above this no-speech probability: no speech, whatever "
+        "the log-probability (tiny models read quiet noise as 'you' with fair confidence)",
+    )
+    log_prob_threshold: float | None = -1.0
+    compression_ratio_threshold: float | None = 2.4
+    silence_dbfs: float | None = Field(
+        -60.0, description="audio quieter than this (RMS, dBFS) is no speech without inference"
+    )
+    allow_download: bool = Field(
+        True, description="false: a hub id must already be in the local cache (no network)"
+    )
+    warmup: bool = True
+
+
+def window_seconds(audio_seconds: float, options: WhisperOptions) -> int:
+    """The encoder window for an utterance: whole seconds, at most Whisper's 30."""
+    if options.window == "full" or audio_seconds >= FULL_WINDOW_S:
+        return FULL_WINDOW_S
+    fit = max(options.fit_min_s, audio_seconds + options.fit_padding_s)
+    return min(FULL_WINDOW_S, math.ceil(fit))
+
+
+def max_new_tokens(audio_seconds: float, limit: int) -> int:
+    """A decode budget for an utterance: fast speech is ~6 tokens/s, plus timestamps and slack.
+
+    Without it a fitted window that makes Whisper repeat itself would run to the 448-token
+    limit; the repeats are dropped anyway, but the time would be spent.
+    """
+    return min(limit, 24 + math.ceil(audio_seconds * 10))
+
+
+def pcm16_to_float(audio: bytes) -> np.ndarray:
+    return np.frombuffer(audio[: len(audio) // 2 * 2], dtype="<i2").astype(np.float32) / 32768.0
+
+
+def rms_dbfs(samples: np.ndarray) -> float:
+    if samples.size == 0:
+        return -math.inf
+    rms = float(np.sqrt(np.mean(np.square(samples, dtype=np.float64))))
+    return 20.0 * math.log10(rms) if rms > 0 else -math.inf
+
+
+def compression_ratio(text: str) -> float:
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    no_speech: bool
+    reason: str = ""
+
+
+def judge(text: str, avg_logprob: float, no_speech_prob: float, options: WhisperOptions) -> Verdict:
+    """Whisper's own rules for "this was not speech", applied to one utterance.
+
+    - no text, or only punctuation;
+    - no_speech_prob above ``no_speech_threshold`` unless the text was decoded confidently
+      (avg log-prob above ``log_prob_threshold``): OpenAI's rule;
+    - no_speech_prob above ``no_speech_reject``, however confident the decode;
+    - a repetitive decode (compression ratio above the threshold): a hallucination loop.
+    """
+    if not any(ch.isalnum() for ch in text):
+        return Verdict(True, "no words")
+    ns, lp, cr = (
+        options.no_speech_threshold,
+        options.log_prob_threshold,
+        options.compression_ratio_threshold,
+    )
+    if ns is not None and no_speech_prob > ns and (lp is None or avg_logprob < lp):
+        return Verdict(
+            True, f"no_speech_prob {no_speech_prob:.2f} > {ns}, log-prob {avg_logprob:.2f}"
+        )
+    if options.no_speech_reject is not None and no_speech_prob > options.no_speech_reject:
+        return Verdict(True, f"no_speech_prob {no_speech_prob:.2f} > {options.no_speech_reject}")
+    if cr is not None and compression_ratio(text) > cr:
+        return Verdict(True, f"compression ratio {compression_ratio(text):.2f} > {cr}")
+    return Verdict(False)

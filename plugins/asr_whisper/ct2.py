@@ -1,0 +1,230 @@
+"""Engine ``whisper-ctranslate2``: faster-whisper's CTranslate2 model, int8 on the CPU.
+
+Short utterances (everything a voice command is) skip faster-whisper's long-form loop: one
+feature extraction, one encoder pass over a window sized to the utterance, one decode. Audio
+longer than Whisper's 30-second window goes through faster-whisper's ``transcribe``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from voiced.accel import choose_ct2_device
+from voiced.intents import Transcript
+
+from .common import (
+    FULL_WINDOW_S,
+    SAMPLE_RATE,
+    WhisperOptions,
+    judge,
+    max_new_tokens,
+    pcm16_to_float,
+    rms_dbfs,
+    window_seconds,
+)
+from .models import ModelError, load_error, resolve_ct2
+from .segments import spoken_text
+
+log = logging.getLogger(__name__)
+
+
+class WhisperCt2Options(WhisperOptions):
+    compute_type: str = Field("auto", description="auto: int8 on CPU, float16 on CUDA")
+    cpu_threads: int = Field(0, ge=0, description="0: CTranslate2's default (all cores)")
+    vad_filter: bool = Field(False, description="faster-whisper's Silero VAD (long audio only)")
+    download_root: str | None = None
+
+
+class WhisperCt2Asr:
+    """Whisper on CTranslate2 through faster-whisper."""
+
+    name = "whisper-ctranslate2"
+
+    def __init__(self, options: WhisperCt2Options | None = None, app: Any = None) -> None:
+        self.options = options or WhisperCt2Options()
+        self.app = app
+        self.device = "cpu"
+        self.compute_type = ""
+        self.reason = ""
+        self._model: Any = None
+        self._tokenizers: dict[tuple[str | None, str], Any] = {}
+
+    def load(self) -> None:
+        try:
+            from faster_whisper import WhisperModel
+        except ImportError as exc:
+            raise ModelError(f"whisper-ctranslate2 needs faster-whisper ({exc})") from exc
+        opts = self.options
+        choice = choose_ct2_device(opts.device, opts.compute_type)
+        source, local = resolve_ct2(opts.model)
+        try:
+            self._model = WhisperModel(
+                source,
+                device=choice.device,
+                device_index=choice.device_index,
+                compute_type=choice.compute_type,
+                cpu_threads=opts.cpu_threads,
+                download_root=opts.download_root,
+                local_files_only=local or not opts.allow_download,
+            )
+        except Exception as exc:
+            raise load_error(opts.model, local, exc) from exc
+        self.device = f"cuda:{choice.device_index}" if choice.device == "cuda" else "cpu"
+        self.compute_type = choice.compute_type
+        self.reason = choice.reason
+        log.info("%s: %s on %s (%s)", self.name, opts.model, self.device, choice.reason)
+        if opts.warmup:
+            self._decode(np.zeros(SAMPLE_RATE, dtype=np.float32) + 1e-3, None, warmup=True)
+
+    def close(self) -> None:
+        self._model = None
+        self._tokenizers.clear()
+
+    @property
+    def multilingual(self) -> bool:
+        return bool(self._model.model.is_multilingual)
+
+    def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
+        if self._model is None:
+            raise RuntimeError(f"{self.name}: transcribe() before load()")
+        samples = pcm16_to_float(audio)
+        language = (language or self.options.language) if self.multilingual else "en"
+        return self._decode(samples, language)
+
+    def _tokenizer(self, language: str | None) -> Any:
+        from faster_whisper.tokenizer import Tokenizer
+
+        key = (language, self.options.task)
+        if key not in self._tokenizers:
+            self._tokenizers[key] = Tokenizer(
+                self._model.hf_tokenizer,
+                self.multilingual,
+                task=self.options.task,
+                language=language if self.multilingual else None,
+            )
+        return self._tokenizers[key]
+
+    def _decode(
+        self, samples: np.ndarray, language: str | None, warmup: bool = False
+    ) -> Transcript:
+        opts = self.options
+        seconds = len(samples) / SAMPLE_RATE
+        started = time.perf_counter()
+        data: dict[str, Any] = {"device": self.device, "compute_type": self.compute_type}
+        level = rms_dbfs(samples)
+        if not warmup and opts.silence_dbfs is not None and level < opts.silence_dbfs:
+            data |= {"rejected": f"level {level:.0f} dBFS < {opts.silence_dbfs}", "window_s": 0}
+            return Transcript("", language or "en", self.name, seconds, True, data)
+        if seconds > FULL_WINDOW_S:
+            return self._long_form(samples, language, seconds, data, started)
+
+        import ctranslate2
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        model = self._model
+        window = window_seconds(seconds, opts)
+        frames = window * 100
+        if window == FULL_WINDOW_S:  # exactly as faster-whisper: features padded with zeros
+            features = model.feature_extractor(samples)[:, :frames]
+            features = np.pad(features, ((0, 0), (0, frames - features.shape[1])))
+        else:  # audio padded with silence, as Whisper was trained (measured: fewer errors)
+            padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
+            padded[: len(samples)] = samples
+            features = model.feature_extractor(padded)[:, :frames]
+        t_features = time.perf_counter()
+        encoded = model.model.encode(
+            ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])),
+            to_cpu=model.model.device == "cuda" and len(model.model.device_index) > 1,
+        )
+        t_encode = time.perf_counter()
+        if self.multilingual and language is None:
+            detected = model.model.detect_language(encoded)[0][0]
+            language = detected[0][2:-2]
+            data["language_probability"] = round(float(detected[1]), 3)
+        tokenizer = self._tokenizer(language)
+        timestamps = window < FULL_WINDOW_S  # to drop what is decoded past the audio
+        prompt = list(tokenizer.sot_sequence)
+        if not timestamps:
+            prompt.append(tokenizer.no_timestamps)
+        result = model.model.generate(
+            encoded,
+            [prompt],
+            beam_size=opts.beam_size,
+            max_length=len(prompt) + max_new_tokens(seconds, model.max_length - len(prompt)),
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=True,
+            suppress_tokens=list(get_suppressed_tokens(tokenizer, [-1])),
+        )[0]
+        tokens = result.sequences_ids[0]
+        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
+        dropped = 0
+        if timestamps:
+            text, dropped = spoken_text(
+                tokens, tokenizer.timestamp_begin, seconds, tokenizer.decode
+            )
+        else:
+            text = tokenizer.decode(tokens).strip()
+        done = time.perf_counter()
+        verdict = judge(text, avg_logprob, result.no_speech_prob, opts)
+        data |= {
+            "window_s": window,
+            "avg_logprob": round(float(avg_logprob), 3),
+            "no_speech_prob": round(float(result.no_speech_prob), 3),
+            "timings_ms": {
+                "features": round((t_features - started) * 1000, 1),
+                "encode": round((t_encode - t_features) * 1000, 1),
+                "decode": round((done - t_encode) * 1000, 1),
+                "total": round((done - started) * 1000, 1),
+            },
+        }
+        if dropped:
+            data["dropped_segments"] = dropped
+        if verdict.no_speech:
+            data |= {"rejected": verdict.reason, "raw_text": text}
+            text = ""
+        return Transcript(text, language or "en", self.name, seconds, verdict.no_speech, data)
+
+    def _long_form(
+        self,
+        samples: np.ndarray,
+        language: str | None,
+        seconds: float,
+        data: dict[str, Any],
+        started: float,
+    ) -> Transcript:
+        opts = self.options
+        segments, info = self._model.transcribe(
+            samples,
+            language=language,
+            task=opts.task,
+            beam_size=opts.beam_size,
+            vad_filter=opts.vad_filter,
+            no_speech_threshold=opts.no_speech_threshold,
+            log_prob_threshold=opts.log_prob_threshold,
+            compression_ratio_threshold=opts.compression_ratio_threshold,
+            condition_on_previous_text=False,
+            without_timestamps=False,
+        )
+        texts = []
+        for segment in segments:
+            if (
+                opts.no_speech_threshold is not None
+                and segment.no_speech_prob > opts.no_speech_threshold
+                and segment.avg_logprob < (opts.log_prob_threshold or 0.0)
+            ):
+                continue
+            texts.append(segment.text.strip())
+        text = " ".join(t for t in texts if t)
+        done = time.perf_counter()
+        data |= {
+            "window_s": FULL_WINDOW_S,
+            "long_form": True,
+            "timings_ms": {"total": round((done - started) * 1000, 1)},
+        }
+        return Transcript(text, info.language, self.name, seconds, not text, data)

@@ -1,0 +1,344 @@
+"""Engine ``whisper-transformers``: WhisperForConditionalGeneration on torch (ROCm, CUDA or CPU).
+
+ROCm builds of torch expose the GPU as ``torch.cuda``, so one code path serves AMD and NVIDIA.
+Greedy decoding runs in a small loop of our own (KV cache, Whisper's suppression and timestamp
+rules) rather than ``generate()``: it costs less per token, gives the no-speech probability
+for free, and lets the encoder run on a window sized to the utterance, which transformers'
+``WhisperEncoder.forward`` refuses (it insists on 3000 frames). Beam search goes through
+``generate()`` on the full 30-second window.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from voiced.accel import choose_torch_device
+from voiced.intents import Transcript
+
+from .common import (
+    FULL_WINDOW_S,
+    SAMPLE_RATE,
+    WhisperOptions,
+    judge,
+    max_new_tokens,
+    pcm16_to_float,
+    rms_dbfs,
+    window_seconds,
+)
+from .models import ModelError, default_cache_dir, load_error, resolve_transformers
+from .segments import spoken_text
+
+log = logging.getLogger(__name__)
+
+MAX_INITIAL_TIMESTAMP_S = 1.0
+
+
+class WhisperTransformersOptions(WhisperOptions):
+    dtype: Literal["auto", "float16", "bfloat16", "float32"] = Field(
+        "auto", description="auto: float16 on a GPU, float32 on the CPU"
+    )
+    cache_dir: str | None = Field(
+        None, description="converted models; default $VOICED_CACHE_DIR or ~/.cache/voiced/models"
+    )
+    cpu_threads: int = Field(
+        0, ge=0, description="torch intra-op threads; 0 leaves torch's default"
+    )
+
+
+class WhisperTransformersAsr:
+    """Whisper on transformers + torch."""
+
+    name = "whisper-transformers"
+
+    def __init__(self, options: WhisperTransformersOptions | None = None, app: Any = None) -> None:
+        self.options = options or WhisperTransformersOptions()
+        self.app = app
+        self.device = "cpu"
+        self.dtype = "float32"
+        self.reason = ""
+        self.model: Any = None
+        self._torch: Any = None
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def load(self) -> None:
+        try:
+            import torch
+            from transformers import WhisperForConditionalGeneration, WhisperProcessor
+        except ImportError as exc:
+            raise ModelError(
+                f"whisper-transformers needs torch and transformers ({exc}); install them with "
+                "pip install 'voiced[gpu]' (on AMD: torch from the ROCm wheel index first)"
+            ) from exc
+        opts = self.options
+        choice = choose_torch_device(opts.device, opts.dtype)
+        cache = Path(opts.cache_dir).expanduser() if opts.cache_dir else default_cache_dir()
+        source, local = resolve_transformers(opts.model, cache)
+        if opts.cpu_threads:
+            torch.set_num_threads(opts.cpu_threads)
+        try:
+            model = WhisperForConditionalGeneration.from_pretrained(
+                source,
+                dtype=getattr(torch, choice.dtype),
+                attn_implementation="sdpa",
+                local_files_only=local or not opts.allow_download,
+            )
+            self.processor = WhisperProcessor.from_pretrained(
+                source, local_files_only=local or not opts.allow_download
+            )
+        except Exception as exc:
+            raise load_error(opts.model, local, exc) from exc
+        self.model = model.to(choice.device).eval()
+        self._torch = torch
+        self.device, self.dtype, self.reason = choice.device, choice.dtype, choice.reason
+        self._cache_kw = (
+            "cache"
+            if "cache" in inspect.signature(model.model.decoder.forward).parameters
+            else "past_key_values"
+        )
+        self._setup_tokens()
+        log.info(
+            "%s: %s on %s %s (%s)", self.name, opts.model, self.device, self.dtype, choice.reason
+        )
+        if opts.warmup:
+            warm = np.random.default_rng(0).normal(0, 0.01, SAMPLE_RATE).astype(np.float32)
+            self._transcribe(warm, "en", warmup=True)
+
+    def _setup_tokens(self) -> None:
+        tok = self.processor.tokenizer
+        gen = self.model.generation_config
+        ids = tok.convert_tokens_to_ids
+        self.eot = ids("<|endoftext|>")
+        self.sot = ids("<|startoftranscript|>")
+        self.no_timestamps = ids("<|notimestamps|>")
+        self.timestamp_begin = self.no_timestamps + 1
+        self.no_speech_id = (
+            ids("<|nocaptions|>") if "<|nocaptions|>" in tok.get_vocab() else ids("<|nospeech|>")
+        )
+        self.multilingual = bool(getattr(gen, "is_multilingual", False))
+        self.lang_to_id = dict(getattr(gen, "lang_to_id", None) or {})
+        self.task_to_id = dict(getattr(gen, "task_to_id", None) or {})
+        specials = [
+            ids(t)
+            for t in (
+                "<|transcribe|>",
+                "<|translate|>",
+                "<|startoftranscript|>",
+                "<|startofprev|>",
+                "<|startoflm|>",
+            )
+        ]
+        suppress = set(gen.suppress_tokens or []) | set(specials) | {self.no_speech_id}
+        vocab = self.model.config.vocab_size
+        self.suppress = sorted(t for t in suppress if 0 <= t < vocab)
+        self.begin_suppress = [
+            t for t in (gen.begin_suppress_tokens or [220, self.eot]) if t < vocab
+        ]
+        self.max_length = int(self.model.config.max_target_positions)
+
+    def close(self) -> None:
+        self.model = None
+
+    # -- inference -------------------------------------------------------------------------
+
+    def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
+        if self.model is None:
+            raise RuntimeError(f"{self.name}: transcribe() before load()")
+        language = (language or self.options.language) if self.multilingual else "en"
+        return self._transcribe(pcm16_to_float(audio), language)
+
+    def _features(self, samples: np.ndarray, window: int) -> Any:
+        padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
+        padded[: len(samples)] = samples[: len(padded)]
+        features = self.processor.feature_extractor(
+            padded, sampling_rate=SAMPLE_RATE, padding="longest", return_tensors="pt"
+        ).input_features[..., : window * 100]
+        return features.to(self.device, getattr(self._torch, self.dtype))
+
+    def _encode(self, features: Any) -> Any:
+        """WhisperEncoder.forward without its 3000-frame check: positions sliced to the window."""
+        enc = self.model.model.encoder
+        gelu = self._torch.nn.functional.gelu
+        hidden = gelu(enc.conv2(gelu(enc.conv1(features)))).permute(0, 2, 1)
+        hidden = hidden + enc.embed_positions.weight[: hidden.shape[1]]
+        for layer in enc.layers:
+            out = layer(hidden, None)
+            hidden = out[0] if isinstance(out, tuple) else out
+        return enc.layer_norm(hidden)
+
+    def _prompt(self, language: str | None, timestamps: bool) -> list[int]:
+        prompt = [self.sot]
+        if self.multilingual:
+            lang = f"<|{language}|>"
+            if lang not in self.lang_to_id:
+                raise ValueError(f"{self.name}: unknown language {language!r}")
+            prompt += [self.lang_to_id[lang], self.task_to_id[self.options.task]]
+        return prompt if timestamps else [*prompt, self.no_timestamps]
+
+    def _step(self, ids: list[int] | list[list[int]], encoded: Any, cache: Any) -> tuple[Any, Any]:
+        torch = self._torch
+        input_ids = torch.tensor([ids] if isinstance(ids[0], int) else ids, device=self.device)
+        kwargs = {self._cache_kw: cache} if cache is not None else {}
+        out = self.model.model.decoder(
+            input_ids=input_ids, encoder_hidden_states=encoded, use_cache=True, **kwargs
+        )
+        logits = self.model.proj_out(out.last_hidden_state)[0].float()
+        new_cache = out.get("cache") if "cache" in out else out.get("past_key_values")
+        return logits, new_cache
+
+    def _detect_language(self, encoded: Any) -> tuple[str, float]:
+        torch = self._torch
+        logits, _ = self._step([self.sot], encoded, None)
+        ids = torch.tensor(list(self.lang_to_id.values()), device=logits.device)
+        probs = torch.softmax(logits[-1, ids], dim=-1)
+        best = int(torch.argmax(probs))
+        return list(self.lang_to_id)[best][2:-2], float(probs[best])
+
+    def _timestamp_rules(self, logits: Any, tokens: list[int]) -> None:
+        """OpenAI's ApplyTimestampRules for one sequence (in place)."""
+        tb, inf = self.timestamp_begin, float("-inf")
+        logits[self.no_timestamps] = inf
+        last_ts = len(tokens) >= 1 and tokens[-1] >= tb
+        penultimate_ts = len(tokens) < 2 or tokens[-2] >= tb
+        if last_ts:
+            if penultimate_ts:
+                logits[tb:] = inf
+            else:
+                logits[: self.eot] = inf
+        stamps = [t for t in tokens if t >= tb]
+        if stamps:
+            floor = stamps[-1] if last_ts and not penultimate_ts else stamps[-1] + 1
+            logits[tb:floor] = inf
+        if not tokens:
+            logits[:tb] = inf
+            logits[tb + int(MAX_INITIAL_TIMESTAMP_S / 0.02) + 1 :] = inf
+        logprobs = self._torch.log_softmax(logits, dim=-1)
+        if self._torch.logsumexp(logprobs[tb:], dim=-1) > logprobs[:tb].max():
+            logits[:tb] = inf
+
+    def _greedy(
+        self, encoded: Any, prompt: list[int], timestamps: bool, budget: int
+    ) -> tuple[list[int], float, float]:
+        torch = self._torch
+        logits, cache = self._step(prompt, encoded, None)
+        no_speech_prob = float(torch.softmax(logits[0], dim=-1)[self.no_speech_id])
+        step_logits = logits[-1]
+        tokens: list[int] = []
+        total = 0.0
+        suppress = torch.tensor(self.suppress, device=step_logits.device)
+        begin = torch.tensor(self.begin_suppress, device=step_logits.device)
+        for _ in range(min(budget, self.max_length - len(prompt))):
+            step_logits[suppress] = float("-inf")
+            if not tokens:
+                step_logits[begin] = float("-inf")
+            if timestamps:
+                self._timestamp_rules(step_logits, tokens)
+            token = int(torch.argmax(step_logits))
+            total += float(torch.log_softmax(step_logits, dim=-1)[token])
+            if token == self.eot:
+                break
+            tokens.append(token)
+            logits, cache = self._step([token], encoded, cache)
+            step_logits = logits[-1]
+        return tokens, total / (len(tokens) + 1), no_speech_prob
+
+    def _beam(self, features: Any, language: str | None) -> tuple[list[int], float]:
+        kwargs: dict[str, Any] = {"task": self.options.task} if self.multilingual else {}
+        if self.multilingual and language:
+            kwargs["language"] = language
+        out = self.model.generate(
+            features,
+            num_beams=self.options.beam_size,
+            return_dict_in_generate=True,
+            output_scores=True,
+            max_new_tokens=self.max_length - 4,
+            **kwargs,
+        )
+        tokens = [int(t) for t in out.sequences[0] if int(t) < self.eot]
+        score = (
+            float(out.sequences_scores[0])
+            if getattr(out, "sequences_scores", None) is not None
+            else 0.0
+        )
+        return tokens, score
+
+    def _transcribe(
+        self, samples: np.ndarray, language: str | None, warmup: bool = False
+    ) -> Transcript:
+        torch, opts = self._torch, self.options
+        seconds = len(samples) / SAMPLE_RATE
+        started = time.perf_counter()
+        data: dict[str, Any] = {"device": self.device, "dtype": self.dtype}
+        level = rms_dbfs(samples)
+        if not warmup and opts.silence_dbfs is not None and level < opts.silence_dbfs:
+            data |= {"rejected": f"level {level:.0f} dBFS < {opts.silence_dbfs}", "window_s": 0}
+            return Transcript("", language or "en", self.name, seconds, True, data)
+        if seconds > FULL_WINDOW_S:
+            raise ValueError(
+                f"{self.name}: {seconds:.0f} s of audio; utterances longer than "
+                f"{FULL_WINDOW_S} s are not supported by this engine (use whisper-ctranslate2)"
+            )
+        beam = opts.beam_size > 1
+        window = FULL_WINDOW_S if beam else window_seconds(seconds, opts)
+        timestamps = window < FULL_WINDOW_S
+        with torch.inference_mode():
+            features = self._features(samples, window)
+            t_features = time.perf_counter()
+            encoded = self._encode(features)
+            t_encode = time.perf_counter()
+            if self.multilingual and language is None:
+                language, probability = self._detect_language(encoded)
+                data["language_probability"] = round(probability, 3)
+            if beam:
+                _, _, no_speech_prob = self._greedy_first(encoded, language)
+                tokens, avg_logprob = self._beam(features, language)
+            else:
+                tokens, avg_logprob, no_speech_prob = self._greedy(
+                    encoded,
+                    self._prompt(language, timestamps),
+                    timestamps,
+                    max_new_tokens(seconds, self.max_length),
+                )
+        decode = self.processor.tokenizer.decode
+        dropped = 0
+        if timestamps:
+            text, dropped = spoken_text(
+                tokens,
+                self.timestamp_begin,
+                seconds,
+                lambda ids: decode(ids, skip_special_tokens=True),
+            )
+        else:
+            text = decode(tokens, skip_special_tokens=True).strip()
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize()
+        done = time.perf_counter()
+        verdict = judge(text, avg_logprob, no_speech_prob, opts)
+        data |= {
+            "window_s": window,
+            "avg_logprob": round(avg_logprob, 3),
+            "no_speech_prob": round(no_speech_prob, 3),
+            "timings_ms": {
+                "features": round((t_features - started) * 1000, 1),
+                "encode": round((t_encode - t_features) * 1000, 1),
+                "decode": round((done - t_encode) * 1000, 1),
+                "total": round((done - started) * 1000, 1),
+            },
+        }
+        if dropped:
+            data["dropped_segments"] = dropped
+        if verdict.no_speech:
+            data |= {"rejected": verdict.reason, "raw_text": text}
+            text = ""
+        return Transcript(text, language or "en", self.name, seconds, verdict.no_speech, data)
+
+    def _greedy_first(self, encoded: Any, language: str | None) -> tuple[list[int], float, float]:
+        logits, _ = self._step(self._prompt(language, False), encoded, None)
+        return [], 0.0, float(self._torch.softmax(logits[0], dim=-1)[self.no_speech_id])
