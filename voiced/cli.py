@@ -269,7 +269,7 @@ def cmd_intent(args: argparse.Namespace) -> int:
         ("intent", settings.pipeline.intent),
         ("handler", settings.pipeline.handler),
     ):
-        for name in names:
+        for name in reversed(names):  # pluggy calls the last registered first
             component = make_stage(host, settings, kind, name, app=pipeline)
             component.load()
             pipeline.components[(kind, name)] = component

@@ -35,7 +35,7 @@ class PipelineConfig(Strict):
     vad: str = "webrtc"
     asr: list[str] = ["whisper-ctranslate2"]
     intent: list[str] = ["hassil"]
-    handler: list[str] = ["builtin"]
+    handler: list[str] = ["builtin", "responses"]
     tts: list[str] = ["piper"]
     sink: list[str] = []
     service: list[str] = ["log"]

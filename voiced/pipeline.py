@@ -168,7 +168,9 @@ class Pipeline:
         if not self._built:
             self.build()
         # Observers first, so they see the loading events.
-        for (kind, name), component in self.components.items():
+        # pluggy calls the last registered first (within tryfirst/plain/trylast): register in
+        # reverse so the order of `pipeline.intent` and `pipeline.handler` is the call order.
+        for (kind, name), component in reversed(self.components.items()):
             await self._in_thread(component.load)
             self._register(kind, name, component)
         for stage in [*self.sources, *self.sinks]:

@@ -1,0 +1,233 @@
+"""The benchmark tooling itself: WER, text normalization, the test set, the table."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import soundfile
+
+from benchmarks import testset
+from benchmarks.__main__ import generic, json_mode, supported
+from benchmarks.common import Row, format_table, stats
+from benchmarks.e2e import intent_matches, run_timing
+from benchmarks.wer import edit_distance, normalize, number_words, word_error_rate
+from voiced.events import Event, EventType
+
+# -- normalization ----------------------------------------------------------------------------
+
+
+def test_numbers_are_spelled_out_as_people_say_them():
+    assert number_words(0) == "zero"
+    assert number_words(21) == "twenty one"
+    assert number_words(105) == "one hundred five"
+    assert number_words(1250) == "one thousand two hundred fifty"
+
+
+def test_normalize_drops_case_and_punctuation_and_spells_digits():
+    assert normalize("Set a timer for 5 minutes.") == "set a timer for five minutes"
+    assert normalize("Turn on the living-room lights!") == "turn on the living room lights"
+
+
+def test_normalize_reads_times_percentages_decimals_and_contractions():
+    assert normalize("Wake me at 7:05") == "wake me at seven oh five"
+    assert normalize("It's 10:30") == "it is ten thirty"
+    assert normalize("Set the lamp to 50%") == "set the lamp to fifty percent"
+    assert normalize("What's the temperature? 21.5°") == (
+        "what is the temperature twenty one point five degrees"
+    )
+
+
+# -- word error rate --------------------------------------------------------------------------
+
+
+def test_wer_is_zero_when_only_formatting_differs():
+    result = word_error_rate(["set a timer for five minutes"], ["Set a timer for 5 minutes."])
+    assert result.wer == 0.0
+    assert result.words == 6
+
+
+def test_wer_counts_substitutions_deletions_and_insertions():
+    # "the" deleted, "lights" -> "light", "please" inserted: 3 errors over 5 words
+    result = word_error_rate(["turn on the kitchen lights"], ["turn on kitchen light please"])
+    assert result.errors == 3
+    assert result.wer == pytest.approx(3 / 5)
+
+
+def test_wer_counts_nothing_heard_as_every_word_deleted():
+    result = word_error_rate(["what time is it", "cancel the timer"], ["What time is it?", ""])
+    assert result.errors == 3
+    assert result.wer == pytest.approx(3 / 7)
+
+
+def test_wer_from_jiwer_matches_the_plain_levenshtein():
+    pytest.importorskip("jiwer")
+    refs = ["turn off the living room lamp", "lock the front door", "what is the weather like"]
+    hyps = ["turn off the living room land", "the plant floor", "watching the weather like"]
+    with_jiwer = word_error_rate(refs, hyps)
+    plain = word_error_rate(refs, hyps, use_jiwer=False)
+    assert with_jiwer.engine == "jiwer" and plain.engine == "levenshtein"
+    assert with_jiwer.errors == plain.errors
+
+
+def test_edit_distance_of_words():
+    assert edit_distance(["a", "b", "c"], ["a", "b", "c"]) == 0
+    assert edit_distance(["a", "b", "c"], ["a", "x", "c", "d"]) == 2
+    assert edit_distance([], ["a", "b"]) == 2
+
+
+def test_wer_refuses_unpaired_sentences():
+    with pytest.raises(ValueError, match="one hypothesis per reference"):
+        word_error_rate(["a b"], [])
+
+
+# -- the speech test set ----------------------------------------------------------------------
+
+
+def test_testset_writes_real_speech_at_the_asked_rates_and_channels(tmp_path):
+    variants = [
+        testset.Variant("en-us", snr_db=10.0, rate=8000, channels=1, lead_s=0.5),
+        testset.Variant("en-gb", snr_db=None, rate=44100, channels=2, lead_s=0.75),
+    ]
+    commands = ["turn on the kitchen lights", "what time is it"]
+    manifest = testset.build(tmp_path, commands, variants, intents=False)
+
+    assert json.loads((tmp_path / "manifest.json").read_text()) == manifest
+    items = manifest["items"]
+    assert [i["text"] for i in items] == commands
+    for item, variant in zip(items, variants, strict=True):
+        info = soundfile.info(str(tmp_path / item["file"]))
+        assert (info.samplerate, info.channels) == (variant.rate, variant.channels)
+        assert info.duration == pytest.approx(item["seconds"], abs=0.01)
+        assert 0.5 < item["speech_s"] < item["seconds"] - variant.lead_s - variant.trail_s + 0.01
+        data, _ = soundfile.read(str(tmp_path / item["file"]), always_2d=True)
+        lead = data[: int((variant.lead_s - 0.05) * variant.rate)]  # before resampler ringing
+        speech = data[int(variant.lead_s * variant.rate) :][: int(item["speech_s"] * variant.rate)]
+        assert abs(speech).max() > 0.3  # normalized speech, not silence
+        if variant.snr_db is None:
+            assert abs(lead).max() < 0.001  # clean: silence before the speech
+        else:
+            assert abs(lead).max() > 0.01  # noise fills the silence too
+    assert "intent" not in items[0]
+
+
+def test_testset_reuses_cached_audio(tmp_path):
+    variants = [testset.Variant("en-us", None, 16000, 1, 0.5)]
+    first = testset.build(tmp_path, ["what time is it"], variants, intents=False)
+    path = tmp_path / first["items"][0]["file"]
+    stamp = path.stat().st_mtime_ns
+    second = testset.build(tmp_path, ["what time is it"], variants, intents=False)
+    assert second == first
+    assert path.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.slow
+def test_testset_takes_expected_intents_from_hassil_with_the_home(tmp_path):
+    variants = [testset.Variant("en-us", None, 16000, 1, 0.5)] * 2
+    manifest = testset.build(tmp_path, ["what time is it", "blorp the frobnicator"], variants)
+    assert manifest["items"][0]["intent"] == {"name": "HassGetCurrentTime", "slots": {}}
+    assert manifest["items"][1]["intent"] is None
+
+
+def test_default_variants_mix_voices_noise_and_formats():
+    variants = [testset.default_variant(i) for i in range(len(testset.COMMANDS))]
+    assert {v.voice for v in variants} == set(testset.VOICES)
+    assert {v.snr_db for v in variants} == set(testset.SNRS)
+    assert {(v.rate, v.channels) for v in variants} == set(testset.FORMATS)
+
+
+# -- reading runs -----------------------------------------------------------------------------
+
+
+def test_latencies_are_measured_from_vad_end_to_each_step():
+    def at(kind: str, mono: float, **data: object) -> Event:
+        return Event(kind, "run", "bench", dict(data), mono=mono)
+
+    run = {
+        "vad-end": at(EventType.VAD_END, 10.0, stream_time=3.0, reason="silence"),
+        "transcript": at(EventType.TRANSCRIPT, 10.2),
+        "intent": at(EventType.INTENT, 10.25),
+        "tts-audio": at(EventType.TTS_AUDIO, 10.7),
+    }
+    timing = run_timing(run, speech_end_stream=2.2)
+    assert timing["to_transcript"] == pytest.approx(0.2)
+    assert timing["to_intent"] == pytest.approx(0.25)
+    assert timing["to_first_audio"] == pytest.approx(0.7)
+    assert timing["speech_end_to_first_audio"] == pytest.approx(0.7 + 0.8)
+
+
+def test_intent_match_needs_the_name_and_the_same_slots():
+    expected = {"name": "HassStartTimer", "slots": {"minutes": 5}}
+    assert intent_matches(expected, {"name": "HassStartTimer", "slots": {"minutes": "5"}})
+    assert not intent_matches(expected, {"name": "HassStartTimer", "slots": {"minutes": 10}})
+    assert not intent_matches(expected, {"name": "HassCancelTimer", "slots": {"minutes": 5}})
+    assert not intent_matches(expected, None)
+    assert intent_matches(None, None)
+
+
+# -- the table --------------------------------------------------------------------------------
+
+
+def test_stats_are_median_min_max_and_count():
+    assert stats([3.0, 1.0, 2.0, 10.0]) == {"median": 2.5, "min": 1.0, "max": 10.0, "n": 4}
+    with pytest.raises(ValueError):
+        stats([])
+
+
+def test_table_rows_say_median_range_runs_and_peer():
+    row = Row.of("asr", "utterance -> text", "ms", stats([0.1, 0.2, 0.3]), peer="0.50x direct")
+    table = format_table([row, Row("e2e", "WER, all files", "%", 12.5, runs=26)])
+    lines = table.splitlines()
+    assert lines[0].split("|")[1:-1] == [
+        f" {h.ljust(len(c) - 2)} " for h, c in zip(
+            ["area", "measurement", "median", "min-max", "unit", "runs", "vs peer / note"],
+            lines[0].split("|")[1:-1], strict=True)
+    ]  # fmt: skip
+    assert "| 200 " in lines[2] and "100-300" in lines[2] and "| 3 " in lines[2]
+    assert "0.50x direct" in lines[2]
+    assert "12.5" in lines[3] and "| 26 " in lines[3]
+
+
+def test_generic_rows_come_from_any_json_with_medians():
+    data = {"results": [{"method": "raw paho", "latency_ms": {"median": 1.5, "min": 1, "max": 3}}]}
+    rows, _notes = generic("mqtt", data)
+    assert len(rows) == 1
+    assert rows[0].what == "results / raw paho / latency_ms"
+    assert (rows[0].median, rows[0].min, rows[0].max, rows[0].unit) == (1.5, 1, 3, "ms")
+
+
+def test_script_options_are_passed_only_when_the_script_knows_them():
+    help_ = "usage: x [-h] [--runs RUNS] [--json]\n  --runs RUNS  how many\n  --json  print JSON"
+    assert supported(["--runs", "3", "--quick", "--engines", "ct2"], help_) == ["--runs", "3"]
+    assert json_mode(help_) == "stdout"
+    assert json_mode("usage: x [--json FILE]") == "file"
+    assert json_mode("usage: x [--repeat N]") == "none"
+
+
+def test_json_in_the_shape_of_a_section_is_read_as_rows():
+    data = {
+        "rows": [{"area": "wyoming", "what": "end of speech -> transcript", "unit": "ms",
+                  "median": 185.0, "min": 140.0, "max": 231.0, "runs": 2, "peer": "6.6x"}],
+        "notes": ["tiny.en"],
+    }  # fmt: skip
+    rows, notes = generic("wyoming", data)
+    assert [(r.what, r.median, r.runs, r.peer) for r in rows] == [
+        ("end of speech -> transcript", 185.0, 2, "6.6x")
+    ]
+    assert notes == ["tiny.en"]
+
+
+def test_a_printed_mqtt_table_becomes_rows_with_the_paho_ratio():
+    from benchmarks.__main__ import mqtt_text
+
+    text = (
+        "mosquitto on 127.0.0.1, QoS 1, 10000 events for throughput, 1000 spaced 2.0 ms\n"
+        "publisher                   events/s     call us      p50 ms      p95 ms      p99 ms\n"
+        "voiced mqtt service           6000.0         4.6        0.35        1.50        2.57\n"
+        "raw paho loop (peer)          8000.0        22.0        0.28        2.38        4.09\n"
+    )
+    rows = mqtt_text(text)
+    rate = next(r for r in rows if r.what == "events/s published: voiced mqtt service")
+    assert (rate.median, rate.peer) == (6000.0, "0.75x raw paho")
+    latency = next(r for r in rows if r.what.startswith("emit -> subscriber latency p50: voiced"))
+    assert (latency.median, latency.runs) == (0.35, 1000)
