@@ -18,6 +18,7 @@ from voiced.config import ConfigError, masked
 from voiced.events import Event
 from voiced.hookspecs import hookimpl
 from voiced.logs import setup_logging
+from voiced.pipeline import StartupError
 from voiced.plugins import PluginError, PluginHost, load_plugins
 
 EXIT_CONFIG = 2
@@ -475,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
     except PluginError as exc:
         print(f"voiced: plugin error: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except StartupError as exc:
+        print(f"voiced: cannot start: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from voiced.arbiter import WakeArbiter
 from voiced.building import make_stage
-from voiced.chain import EngineChain
+from voiced.chain import ChainError, EngineChain
 from voiced.config import Settings
 from voiced.context import RunContext
 from voiced.events import Event, EventType, error_event
@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 
 class StageTimeout(TimeoutError):
     pass
+
+
+class StartupError(RuntimeError):
+    """The daemon cannot run: no engine of a required chain (asr, tts) could load."""
 
 
 class Pipeline:
@@ -170,17 +174,25 @@ class Pipeline:
         # Observers first, so they see the loading events.
         # pluggy calls the last registered first (within tryfirst/plain/trylast): register in
         # reverse so the order of `pipeline.intent` and `pipeline.handler` is the call order.
-        for (kind, name), component in reversed(self.components.items()):
-            await self._in_thread(component.load)
-            self._register(kind, name, component)
-        for stage in [*self.sources, *self.sinks]:
-            await self._in_thread(stage.load)
+        for (kind, name), component in list(reversed(self.components.items())):
+            if await self._load_optional(kind, name, component):
+                self._register(kind, name, component)
+            else:
+                del self.components[(kind, name)]
+        self.sources = [s for s in self.sources if await self._load_optional("source", "", s)]
+        self.sinks = [s for s in self.sinks if await self._load_optional("sink", "", s)]
         for chain in (self.asr, self.tts):
             if chain is not None:
-                await self._in_thread(chain.load)
-        for component in self.components.values():
+                try:
+                    await self._in_thread(chain.load)
+                except ChainError as exc:
+                    raise StartupError(str(exc)) from None
+        for (kind, name), component in list(self.components.items()):
             if hasattr(component, "start"):
-                await component.start()
+                try:
+                    await component.start()
+                except Exception as exc:
+                    self._optional_failed(kind, name, exc, "start")
         if self.asr is not None:
             self._workers = [
                 asyncio.create_task(self._asr_worker(), name=f"asr-worker-{i}")
@@ -196,6 +208,22 @@ class Pipeline:
                 },
             )
         )
+
+    async def _load_optional(self, kind: str, name: str, stage: Any) -> bool:
+        """Load a stage the daemon can run without; a failure is an error event, not a crash."""
+        try:
+            await self._in_thread(stage.load)
+        except Exception as exc:
+            self._optional_failed(kind, name or getattr(stage, "stage_name", "?"), exc, "load")
+            return False
+        return True
+
+    def _optional_failed(self, kind: str, name: str, exc: Exception, phase: str) -> None:
+        message = (
+            f"{kind} {name} failed to {phase}, running without it: {type(exc).__name__}: {exc}"
+        )
+        log.error("%s", message)
+        self.emit(error_event(kind, message, None, self.settings.site_id, stage_name=name))
 
     def _register(self, kind: str, name: str, component: Any) -> None:
         plugin_name = f"{kind}:{name}"

@@ -1,0 +1,102 @@
+"""The command line: help, the README's run on the bundled sample, clear start-up failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+
+
+def voiced(*args: str, cwd: Path = ROOT, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VOICED_")}
+    return subprocess.run(
+        [sys.executable, "-m", "voiced.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def test_help_explains_every_command():
+    result = voiced("--help")
+    assert result.returncode == 0
+    for command in (
+        "run",
+        "plugins",
+        "config",
+        "transcribe",
+        "intent",
+        "say",
+        "doctor",
+        "install-service",
+        "models",
+        "mqtt",
+        "devices",
+    ):
+        assert command in result.stdout
+    run_help = voiced("run", "--help").stdout
+    assert "--source" in run_help and "--events" in run_help
+
+
+@pytest.mark.slow
+def test_the_readme_run_processes_the_bundled_sample_to_spoken_answers(tmp_path):
+    config = tmp_path / "voiced.toml"
+    config.write_text(
+        (ROOT / "config" / "voiced.toml")
+        .read_text()
+        .replace('service = ["log", "mqtt"]', 'service = ["log"]')
+    )
+    (tmp_path / "home.yaml").write_text((ROOT / "config" / "home.yaml").read_text())
+    result = voiced(
+        "--config",
+        str(config),
+        "run",
+        "--events",
+        "json",
+        "--sink",
+        f"wav:{tmp_path / 'answers'}",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    intents = [e["data"]["name"] for e in events if e["type"] == "intent"]
+    assert sorted(intents) == ["HassGetCurrentTime", "HassTurnOn"]
+    assert len(list((tmp_path / "answers").glob("*.wav"))) == 2
+
+
+@pytest.mark.slow
+def test_a_tts_chain_that_cannot_load_stops_start_up_with_the_reason(tmp_path):
+    config = tmp_path / "voiced.toml"
+    config.write_text(
+        "[pipeline]\nservice = []\nintent = []\nhandler = []\n"
+        '[stages.tts.piper]\nvoice = "xx_XX-nobody-low"\n'
+    )
+    result = voiced("--config", str(config), "run")
+    assert result.returncode == 1
+    assert "cannot start: no tts engine could load" in result.stderr
+    assert "xx_XX-nobody-low" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_an_optional_stage_that_fails_to_load_is_reported_and_the_daemon_runs_on(tmp_path):
+    config = tmp_path / "voiced.toml"
+    config.write_text(
+        '[pipeline]\nservice = []\nintent = ["hassil"]\nhandler = ["builtin"]\n'
+        '[stages.intent.hassil]\nhome = "/nonexistent/home.yaml"\n'
+    )
+    result = voiced("--config", str(config), "run", "--events", "json")
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    error = next(e for e in events if e["type"] == "error")
+    assert error["data"]["stage"] == "intent"
+    assert "hassil failed to load, running without it" in error["data"]["message"]
+    assert len([e for e in events if e["type"] == "transcript"]) == 2
