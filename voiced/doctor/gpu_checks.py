@@ -1,0 +1,214 @@
+"""The GPU section: torch build, devices, device access, kernels, fp16 matmul, torchaudio."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+
+from voiced.accel import TorchProbe
+from voiced.doctor.checks import Check
+from voiced.doctor.gpu import (
+    UserGroups,
+    device_access_check,
+    diagnose_gpu_error,
+    matmul_check,
+    override_env_check,
+    rocm_kernels_check,
+)
+from voiced.doctor.hardware import GpuHardware, gpu_absent_reason, run_matmul
+
+
+def torch_index(probe: TorchProbe) -> str:
+    """The wheel index URL matching a torch build."""
+    if probe.hip_version:
+        major_minor = ".".join(probe.hip_version.split(".")[:2])
+        return f"https://download.pytorch.org/whl/rocm{major_minor}"
+    if probe.cuda_version:
+        return f"https://download.pytorch.org/whl/cu{probe.cuda_version.replace('.', '')[:3]}"
+    return "https://download.pytorch.org/whl/cpu"
+
+
+def _local_tag(version: str) -> str:
+    """``2.5.1+rocm6.2`` -> ``rocm6.2``."""
+    return version.partition("+")[2]
+
+
+def _public(version: str) -> str:
+    """``2.5.1+rocm6.2`` -> ``2.5.1``."""
+    return version.partition("+")[0]
+
+
+def torchaudio_check(
+    torch_probe: TorchProbe, version: str | None, import_error: str | None, pinned_torch: str | None
+) -> Check:
+    """torch and torchaudio built for the same torch version and backend (CPU/CUDA/ROCm)."""
+    name = "torch + torchaudio"
+    if version is None:
+        return Check(
+            name,
+            True,
+            "torchaudio is not installed (optional: no voiced engine needs it)",
+            section="gpu",
+        )
+    torch_version = torch_probe.version
+    fix = (
+        f"reinstall both from one index: pip install --force-reinstall torch=="
+        f"{_public(torch_version) or '<version>'} torchaudio --index-url "
+        f"{torch_index(torch_probe)}"
+    )
+    if import_error:
+        return Check(
+            name, False, f"torchaudio {version} does not load: {import_error}", fix, section="gpu"
+        )
+    if pinned_torch and torch_version and _public(pinned_torch) != _public(torch_version):
+        return Check(
+            name,
+            False,
+            f"torchaudio {version} was built for torch {pinned_torch}, "
+            f"but torch {torch_version} is installed",
+            fix,
+            section="gpu",
+        )
+    tags = (_local_tag(torch_version), _local_tag(version))
+    if all(tags) and _backend_of_tag(tags[0]) != _backend_of_tag(tags[1]):
+        return Check(
+            name,
+            False,
+            f"torch {torch_version} and torchaudio {version} are built for different backends",
+            fix,
+            section="gpu",
+        )
+    return Check(name, True, f"torch {torch_version}, torchaudio {version}", section="gpu")
+
+
+def _backend_of_tag(tag: str) -> str:
+    """A local version tag without its version: the backend."""
+    return re.sub(r"[\d.]+$", "", tag)  # rocm6.2 -> rocm, cu124 -> cu, cpu -> cpu
+
+
+def gpu_checks(
+    torch_probe: TorchProbe,
+    hw: GpuHardware,
+    user: UserGroups,
+    gpu_wanted: bool,
+    matmul: bool = True,
+) -> list[Check]:
+    """torch build, devices, access, kernels, a real fp16 matmul, torchaudio."""
+    checks: list[Check] = []
+    hip = bool(torch_probe.hip_version)
+    if torch_probe.backend == "unavailable":
+        what, fix = diagnose_gpu_error(torch_probe.reason, _arch(hw, torch_probe), True)
+        not_installed = "not installed" in torch_probe.reason
+        checks.append(
+            Check(
+                "torch",
+                None if not_installed else False,
+                torch_probe.reason if not_installed else what,
+                "GPU engines need torch: pip install torch --index-url "
+                "https://download.pytorch.org/whl/rocm6.2 (AMD) or .../cu124 "
+                "(NVIDIA)"
+                if not_installed
+                else fix,
+                required=gpu_wanted,
+                section="gpu",
+            )
+        )
+    else:
+        build = (
+            f"ROCm {torch_probe.hip_version}"
+            if hip
+            else f"CUDA {torch_probe.cuda_version}"
+            if torch_probe.cuda_version
+            else "CPU-only"
+        )
+        checks.append(
+            Check(
+                "torch build",
+                True,
+                f"torch {torch_probe.version} ({build}); "
+                f"torch.version.hip = {torch_probe.hip_version or None}",
+                section="gpu",
+            )
+        )
+    if torch_probe.gpu:
+        names = ", ".join(f"{d.name} ({d.arch})" for d in torch_probe.devices)
+        checks.append(Check("GPU", True, f"{torch_probe.backend}: {names}", section="gpu"))
+    else:
+        reason = gpu_absent_reason(hw, torch_probe)
+        failed_query = "failed" in torch_probe.reason
+        fix = ""
+        if failed_query:
+            _, fix = diagnose_gpu_error(torch_probe.reason, _arch(hw, torch_probe), hip)
+        elif (
+            hw.pci
+            and torch_probe.backend in ("cpu", "unavailable")
+            and not (torch_probe.hip_version or torch_probe.cuda_version)
+        ):
+            fix = (
+                f"a CPU-only torch cannot use the {hw.pci[0].split()[0]} card: pip install "
+                "--force-reinstall torch --index-url https://download.pytorch.org/whl/"
+                f"{'rocm6.2' if hw.pci[0].startswith('AMD') else 'cu124'}"
+            )
+        else:
+            fix = (
+                "none needed on a CPU-only server: voiced runs Whisper (int8) and Piper on the CPU"
+            )
+        checks.append(
+            Check(
+                "GPU",
+                False if (gpu_wanted or failed_query) else None,
+                f"none usable: {reason}",
+                fix,
+                required=gpu_wanted,
+                section="gpu",
+            )
+        )
+    access = device_access_check(hw.nodes, user)
+    if access is not None:
+        access.required = gpu_wanted
+        checks.append(access)
+    real_arch = hw.kfd_archs[0] if hw.kfd_archs else ""
+    override = os.environ.get("HSA_OVERRIDE_GFX_VERSION")
+    env_check = override_env_check(override, real_arch)
+    if env_check is not None:
+        checks.append(env_check)
+    if torch_probe.gpu and matmul:
+        result, code, stderr = run_matmul()
+        arch = torch_probe.devices[0].arch
+        if hip and result is not None and result.get("arch_list"):
+            checks.append(rocm_kernels_check(arch, result["arch_list"], override))
+        check = matmul_check(result, code, stderr, real_arch or arch, hip)
+        check.required = gpu_wanted
+        checks.append(check)
+    elif matmul:
+        checks.append(
+            Check("fp16 matmul on the GPU", None, "skipped: no GPU for torch", section="gpu")
+        )
+    checks.append(torchaudio_check(torch_probe, *_torchaudio_facts()))
+    return checks
+
+
+def _arch(hw: GpuHardware, probe: TorchProbe) -> str:
+    """The card's arch: from the kernel's KFD topology, else what torch reports."""
+    if hw.kfd_archs:
+        return hw.kfd_archs[0]
+    return probe.devices[0].arch if probe.devices else ""
+
+
+def _torchaudio_facts() -> tuple[str | None, str | None, str | None]:
+    """(installed version, import error, the torch version it pins)."""
+    try:
+        version = importlib.metadata.version("torchaudio")
+    except importlib.metadata.PackageNotFoundError:
+        return None, None, None
+    pinned = None
+    for req in importlib.metadata.requires("torchaudio") or []:
+        match = re.match(r"^torch\s*==\s*([^\s;,]+)", req)
+        if match:
+            pinned = match.group(1)
+    try:
+        import torchaudio  # noqa: F401
+    except Exception as exc:  # an ABI mismatch shows up as OSError: undefined symbol
+        return version, f"{type(exc).__name__}: {exc}", pinned
+    return version, None, pinned
