@@ -130,7 +130,10 @@ def test_install_writes_unit_with_this_interpreters_voiced_and_the_default_confi
     written = apply_plan(plan)
     unit = tmp_path / "etc/systemd/system/voiced.service"
     config = tmp_path / "etc/voiced/voiced.toml"
-    assert written == [str(unit), str(config)]
+    home, sentences = config.parent / "home.yaml", config.parent / "sentences"
+    assert written == [str(unit), str(config), str(home), str(sentences)]
+    assert home.read_text() == (REPO / "config/home.yaml").read_text()
+    assert (sentences / "example.yaml").is_file()
     assert values(unit.read_text(), "ExecStart") == [f"{voiced_command()} run"]
     assert Path(voiced_command().split()[0]).is_file()
     assert config.read_text() == (REPO / "config/voiced.toml").read_text()

@@ -317,6 +317,15 @@ def apply_plan(plan: InstallPlan) -> list[str]:
         shutil.copyfile(plan.config_source, plan.config_path)
         plan.config_path.chmod(0o644)
         written.append(str(plan.config_path))
+        # The home (areas, entities) and custom sentences the default config refers to.
+        for name in ("home.yaml", "sentences"):
+            src, dst = plan.config_source.parent / name, plan.config_path.parent / name
+            if src.exists() and not dst.exists():
+                if src.is_dir():
+                    shutil.copytree(src, dst)
+                else:
+                    shutil.copyfile(src, dst)
+                written.append(str(dst))
     return written
 
 
