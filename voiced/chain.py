@@ -46,7 +46,16 @@ class EngineChain:
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}"
                 self.load_errors[name] = reason
-                log.warning("%s engine %s failed to load: %s", self.kind, name, reason)
+                rest = [n for n, _ in self.engines[index + 1 :]]
+                level = logging.INFO if rest else logging.WARNING
+                log.log(
+                    level,
+                    "%s engine %s not used: %s%s",
+                    self.kind,
+                    name,
+                    reason,
+                    f"; trying {rest[0]}" if rest else "",
+                )
                 self._fallback(name, reason, index, "load")
                 continue
             self.loaded.append((name, engine))
