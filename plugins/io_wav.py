@@ -38,6 +38,9 @@ class FileSourceOptions(BaseModel):
     loop: bool = False
     chunk_ms: int = Field(20, ge=5, le=1000)
     site_id: str | None = None
+    hears_playback: bool = Field(
+        False, description="act like a microphone beside the speaker: ignore audio while speaking"
+    )
 
 
 class FileSource:
@@ -47,6 +50,7 @@ class FileSource:
         self.options = options
         self.site_id = options.site_id or (app.settings.site_id if app else "default")
         self.finite = not options.loop
+        self.hears_playback = options.hears_playback
         self.path = bundled_sample() if options.path == "bundled:sample" else Path(options.path)
 
     def load(self) -> None:
@@ -107,6 +111,7 @@ class StdinSource:
     """Raw little-endian PCM on standard input (e.g. ``arecord -f S16_LE | voiced run``)."""
 
     finite = True
+    hears_playback = False
 
     def __init__(self, options: StdinSourceOptions, app: Any = None, stream: Any = None) -> None:
         self.options = options

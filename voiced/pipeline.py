@@ -264,7 +264,7 @@ class Pipeline:
 
     async def run_site(self, source: Any, sinks: list[Any] | None = None) -> None:
         """Feed one source through its own wake/VAD; returns when the source ends."""
-        site = await self._new_site(source.site_id, sinks)
+        site = await self._new_site(source.site_id, sinks, getattr(source, "hears_playback", True))
         try:
             async for chunk in source.chunks():
                 if not self.accepting:
@@ -280,7 +280,9 @@ class Pipeline:
             )
             await site.finish()
 
-    async def _new_site(self, site_id: str, sinks: list[Any] | None) -> Site:
+    async def _new_site(
+        self, site_id: str, sinks: list[Any] | None, hears_playback: bool = True
+    ) -> Site:
         if site_id in self.sites:
             return self.sites[site_id]
         p = self.settings.pipeline
@@ -298,6 +300,7 @@ class Pipeline:
             self.new_context,
             sinks,
             claim_wake=self.arbiter.claim if self.arbiter.config.enabled else None,
+            hears_playback=hears_playback,
         )
         self.sites[site_id] = site
         return site

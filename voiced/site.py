@@ -46,9 +46,12 @@ class Site:
         new_context: Callable[[str], RunContext],
         sinks: list[Any] | None = None,
         claim_wake: Callable[[str, WakeDetection], Awaitable[bool]] | None = None,
+        hears_playback: bool = True,
     ) -> None:
         self.site_id = site_id
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
+        # A microphone beside a speaker hears our answers; a file or a pipe does not.
+        self.hears_playback = hears_playback
         self.segmenter = segmenter
         self.wakes = wakes
         self.conversation = conversation
@@ -83,7 +86,7 @@ class Site:
                 return
             if self.awake_until is None and self.current is None and not speech_barge_in:
                 return  # idle: only the wake word listens (VAD is not run, to save CPU)
-        elif self.speaking and not speech_barge_in:
+        elif self.speaking and self.hears_playback and not speech_barge_in:
             return  # don't transcribe our own answer coming back through the microphone
         for event in self.segmenter.feed(chunk.audio):
             if isinstance(event, SpeechStarted):
