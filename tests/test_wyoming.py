@@ -406,6 +406,6 @@ async def test_a_busy_port_fails_start_up_naming_the_uri_and_the_key(daemon):
         await second.start()
 
 
-def test_options_reject_a_tcp_uri_without_a_port():
+async def test_options_reject_a_tcp_uri_without_a_port():
     with pytest.raises(ValueError, match="needs a host and a port"):
         WyomingOptions(uri="tcp://127.0.0.1")
