@@ -26,6 +26,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+from benchmarks.wer import edit_distance  # noqa: E402
 
 COMMANDS = {
     "2s": "Please turn on the kitchen lights.",
@@ -74,28 +76,16 @@ def words(text: str) -> list[str]:
 
 
 def word_errors(reference: str, hypothesis: str) -> tuple[int, int]:
-    ref, hyp = words(reference), words(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i in range(1, len(ref) + 1):
-        prev, row[0] = row[:], i
-        for j in range(1, len(hyp) + 1):
-            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (ref[i - 1] != hyp[j - 1]))
-    return row[len(hyp)], len(ref)
+    ref = words(reference)
+    return edit_distance(ref, words(hypothesis)), len(ref)
 
 
 def speech(text: str) -> bytes:
     """Piper without its sampling noise (reproducible), with 0.2 s of pre-roll and tail as a
     VAD leaves around an utterance."""
-    from piper import SynthesisConfig
-    from speech import _piper_voice, silence
+    from speech import steady_piper
 
-    from voiced.audio import float_to_pcm16, resample
-
-    config = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
-    chunks = list(_piper_voice().synthesize(text, syn_config=config))
-    samples = np.concatenate([c.audio_float_array for c in chunks])
-    pcm = float_to_pcm16(resample(samples, chunks[0].sample_rate, 16000))
-    return silence(0.2) + pcm + silence(0.2)
+    return steady_piper(text)
 
 
 def make_engines(names: list[str], cache_dir: str, threads: int) -> dict[str, Callable]:

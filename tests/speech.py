@@ -51,3 +51,16 @@ def silence(seconds: float) -> bytes:
 def noise(seconds: float, level: float = 0.05, seed: int = 0) -> bytes:
     rng = np.random.default_rng(seed)
     return float_to_pcm16(rng.normal(0.0, level, int(seconds * PIPELINE_FORMAT.rate)))
+
+
+def steady_piper(text: str) -> bytes:
+    """Piper without its sampling noise (the same audio every time) and with the 0.2 s of
+    pre-roll and tail a VAD keeps around an utterance; tiny.en misses a first word that starts
+    at sample 0 now and then."""
+    from piper import SynthesisConfig
+
+    config = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+    chunks = list(_piper_voice().synthesize(text, syn_config=config))
+    samples = np.concatenate([c.audio_float_array for c in chunks])
+    pcm = float_to_pcm16(resample(samples, chunks[0].sample_rate, PIPELINE_FORMAT.rate))
+    return silence(0.2) + pcm + silence(0.2)

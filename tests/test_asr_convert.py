@@ -7,29 +7,13 @@ import re
 
 import numpy as np
 import pytest
-from speech import silence
+from speech import steady_piper
 from voiced_plugins.asr_whisper import convert_ct2_to_transformers, voiced_register_commands
 from voiced_plugins.asr_whisper.convert import ConversionError, read_ct2_model
 from voiced_plugins.asr_whisper.models import bundled_ct2_dir
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("transformers", reason="converting needs voiced[gpu] (torch, transformers)")
-
-
-def steady_piper(text: str) -> bytes:
-    """Piper without its sampling noise (the same audio every time) and with the 0.2 s of
-    pre-roll and tail a VAD keeps around an utterance; tiny.en misses a first word that starts
-    at sample 0 now and then."""
-    from piper import SynthesisConfig
-    from speech import _piper_voice
-
-    from voiced.audio import float_to_pcm16, resample
-
-    config = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
-    chunks = list(_piper_voice().synthesize(text, syn_config=config))
-    samples = np.concatenate([c.audio_float_array for c in chunks])
-    pcm = float_to_pcm16(resample(samples, chunks[0].sample_rate, 16000))
-    return silence(0.2) + pcm + silence(0.2)
 
 
 def words(text: str) -> list[str]:

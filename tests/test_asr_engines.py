@@ -5,9 +5,8 @@ from __future__ import annotations
 import re
 import time
 
-import numpy as np
 import pytest
-from speech import espeak, noise, silence
+from speech import espeak, noise, silence, steady_piper
 from voiced_plugins.asr_whisper import voiced_register_stages
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 from voiced_plugins.asr_whisper.models import ModelError
@@ -19,22 +18,6 @@ from voiced_plugins.asr_whisper.torch_engine import (
 from voiced.intents import Transcript
 
 pytestmark = pytest.mark.slow
-
-
-def steady_piper(text: str) -> bytes:
-    """Piper without its sampling noise (the same audio every time) and with the 0.2 s of
-    pre-roll and tail a VAD keeps around an utterance; tiny.en misses a first word that starts
-    at sample 0 now and then."""
-    from piper import SynthesisConfig
-    from speech import _piper_voice
-
-    from voiced.audio import float_to_pcm16, resample
-
-    config = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
-    chunks = list(_piper_voice().synthesize(text, syn_config=config))
-    samples = np.concatenate([c.audio_float_array for c in chunks])
-    pcm = float_to_pcm16(resample(samples, chunks[0].sample_rate, 16000))
-    return silence(0.2) + pcm + silence(0.2)
 
 
 KITCHEN = ["turn", "on", "the", "kitchen", "lights"]
