@@ -192,3 +192,11 @@ class Section:
             "results": self.results,
             "notes": self.notes,
         }
+
+    def report(self, json_path: str | Path | None = None) -> None:
+        """Print the table and its notes; write the JSON form when asked to."""
+        print(format_table(self.rows))
+        for note in self.notes:
+            print(f"note: {note}")
+        if json_path:
+            write_json(json_path, self.to_dict())

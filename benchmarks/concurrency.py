@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import CACHE, Row, Section, format_table, stats, write_json
+from benchmarks.common import CACHE, Row, Section, stats
 from benchmarks.e2e import run_timing, runs_of, start_daemon
 
 
@@ -137,11 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = args.commands or (3 if args.quick else 6)
     levels = [int(n) for n in args.sites.split(",")]
     section = asyncio.run(run(levels, commands, args.asr_workers))
-    print(format_table(section.rows))
-    for note in section.notes:
-        print(f"note: {note}")
-    if args.json:
-        write_json(args.json, section.to_dict())
+    section.report(args.json)
     return 0
 
 

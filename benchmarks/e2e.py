@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import CACHE, ROOT, Row, Section, ensure_importable, stats, write_json
+from benchmarks.common import CACHE, ROOT, Row, Section, ensure_importable, stats
 from benchmarks.wer import word_error_rate
 
 SITE = "bench"
@@ -359,15 +359,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write results to this file")
     args = parser.parse_args(argv)
-    from benchmarks.common import format_table
 
     limit = args.limit or (6 if args.quick else None)
     section = asyncio.run(run(limit))
-    print(format_table(section.rows))
-    for note in section.notes:
-        print(f"note: {note}")
-    if args.json:
-        write_json(args.json, section.to_dict())
+    section.report(args.json)
     return 0
 
 
