@@ -75,8 +75,9 @@ def pcm_to_float(pcm: bytes, fmt: AudioFormat) -> np.ndarray:
 
 def float_to_pcm16(samples: np.ndarray) -> bytes:
     """float in -1..1 (any shape) -> 16-bit little-endian PCM."""
-    clipped = np.clip(samples, -1.0, 1.0)
-    return (clipped * 32767.0).astype("<i2").tobytes()
+    # The inverse of pcm_to_float's /32768, rounded: 16-bit -> float -> 16-bit is lossless.
+    scaled = np.round(np.asarray(samples, dtype=np.float32) * 32768.0)
+    return np.clip(scaled, -32768, 32767).astype("<i2").tobytes()
 
 
 def to_mono(samples: np.ndarray) -> np.ndarray:
