@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from pipeline_helpers import overrides, run_pipeline
-from speech import piper, silence
+from speech import silence, steady_piper
 
 from voiced.audio import write_wav
 from voiced.hookspecs import hookimpl
@@ -33,7 +33,7 @@ RUN_ORDER = [
 def commands_wav(path: Path, *sentences: str, gap: float = 1.2) -> Path:
     audio = silence(0.4)
     for sentence in sentences:
-        audio += piper(sentence) + silence(gap)
+        audio += steady_piper(sentence) + silence(gap)
     write_wav(path, audio)
     return path
 
@@ -270,7 +270,7 @@ async def test_a_44k_stereo_source_is_converted_at_the_edge(tmp_path):
     import numpy as np
     import soundfile
 
-    mono = np.frombuffer(piper("What time is it?"), "<i2").astype(np.float32) / 32768
+    mono = np.frombuffer(steady_piper("What time is it?"), "<i2").astype(np.float32) / 32768
     import soxr
 
     upsampled = soxr.resample(mono, 16000, 44100)
