@@ -108,9 +108,12 @@ def cli_overrides(args: argparse.Namespace, host: PluginHost) -> dict[str, Any]:
         if specs:
             parts.append(stage_overrides(kind, specs, host))
     if getattr(args, "realtime", False):
-        for kind_opts in parts:
-            for opts in kind_opts.get("stages", {}).get("source", {}).values():
-                opts["realtime"] = True
+        if getattr(args, "source", None):
+            for kind_opts in parts:
+                for opts in kind_opts.get("stages", {}).get("source", {}).values():
+                    opts["realtime"] = True
+        else:  # the configured file source
+            parts.append({"stages": {"source": {"file": {"realtime": True}}}})
     if getattr(args, "site_id", None):
         parts.append({"site_id": args.site_id})
     if getattr(args, "muted", False):
