@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import pytest_asyncio
 from pipeline_helpers import EventRecorder, overrides
-from speech import piper, silence
+from speech import piper, silence, steady_piper
 from voiced_plugins.wyoming_server import WyomingOptions, WyomingService
 from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
@@ -153,7 +153,7 @@ async def test_describe_offers_asr_tts_wake_intent_and_handle(daemon):
 
 
 async def test_transcribe_converts_48k_stereo_at_the_edge_and_returns_the_text(daemon, recorder):
-    speech = silence(0.3) + piper("Please turn on the kitchen light.") + silence(0.3)
+    speech = silence(0.3) + steady_piper("Please turn on the kitchen light.") + silence(0.3)
     async with connect(daemon) as client:
         await client.write_event(Transcribe(language="en").event())
         await client.write_event(AudioStart(48000, 2, 2).event())
@@ -208,7 +208,7 @@ async def test_detect_hears_the_wake_word_and_says_so(daemon, recorder):
 
 
 async def test_detect_without_the_wake_word_answers_not_detected(daemon):
-    speech = silence(0.3) + piper("Please turn on the kitchen light.") + silence(0.3)
+    speech = silence(0.3) + steady_piper("Please turn on the kitchen light.") + silence(0.3)
     async with connect(daemon) as client:
         await client.write_event(Detect(names=[WAKE]).event())
         await client.write_event(AudioStart(16000, 2, 1).event())
@@ -282,7 +282,7 @@ async def satellite(
 
 
 def command(text: str) -> bytes:
-    return silence(0.6) + piper(text) + silence(1.2)
+    return silence(0.6) + steady_piper(text) + silence(1.2)
 
 
 async def test_two_satellites_streaming_at_once_each_get_their_own_answer(daemon, recorder):
