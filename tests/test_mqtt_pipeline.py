@@ -6,7 +6,7 @@ import json
 
 import pytest
 from pipeline_helpers import overrides, run_pipeline
-from speech import piper, silence
+from speech import silence, steady_piper
 
 from voiced.audio import write_wav
 
@@ -17,7 +17,7 @@ async def test_a_spoken_command_reaches_the_broker_and_switches_the_light(
     tmp_path, mosquitto, mqtt_recorder
 ):
     wav = tmp_path / "command.wav"
-    write_wav(wav, silence(1.0) + piper("Please turn on the kitchen light.") + silence(1.2))
+    write_wav(wav, silence(1.0) + steady_piper("Please turn on the kitchen light.") + silence(1.2))
     recorder = mqtt_recorder("#")
     _, events = await run_pipeline(
         overrides(
