@@ -114,3 +114,11 @@ def judge(text: str, avg_logprob: float, no_speech_prob: float, options: Whisper
     if cr is not None and compression_ratio(text) > cr:
         return Verdict(True, f"compression ratio {compression_ratio(text):.2f} > {cr}")
     return Verdict(False)
+
+
+def too_quiet(samples: np.ndarray, options: WhisperOptions) -> str | None:
+    """Why the utterance is too quiet to hold speech (``silence_dbfs``), or None."""
+    level = rms_dbfs(samples)
+    if options.silence_dbfs is not None and level < options.silence_dbfs:
+        return f"level {level:.0f} dBFS < {options.silence_dbfs}"
+    return None

@@ -29,7 +29,7 @@ from .common import (
     judge,
     max_new_tokens,
     pcm16_to_float,
-    rms_dbfs,
+    too_quiet,
     window_seconds,
 )
 from .models import ModelError, default_cache_dir, load_error, resolve_transformers
@@ -276,9 +276,9 @@ class WhisperTransformersAsr:
         seconds = len(samples) / SAMPLE_RATE
         started = time.perf_counter()
         data: dict[str, Any] = {"device": self.device, "dtype": self.dtype}
-        level = rms_dbfs(samples)
-        if not warmup and opts.silence_dbfs is not None and level < opts.silence_dbfs:
-            data |= {"rejected": f"level {level:.0f} dBFS < {opts.silence_dbfs}", "window_s": 0}
+        quiet = None if warmup else too_quiet(samples, opts)
+        if quiet:
+            data |= {"rejected": quiet, "window_s": 0}
             return Transcript("", language or "en", self.name, seconds, True, data)
         if seconds > FULL_WINDOW_S:
             raise ValueError(
