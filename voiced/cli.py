@@ -62,8 +62,7 @@ def stage_overrides(kind: str, specs: list[str], host: PluginHost) -> dict[str, 
             opts["site_id"] = f"{name}{index + 1}"
         if opts:
             options[key] = opts
-    field = kind if kind != "tts" else "tts"
-    return {"pipeline": {field: names}, "stages": {kind: options}}
+    return {"pipeline": {kind: names}, "stages": {kind: options}}
 
 
 def merge(*dicts: dict[str, Any]) -> dict[str, Any]:

@@ -109,9 +109,8 @@ class Pipeline:
         targets = [self._site(site_id)] if site_id else list(self.sites.values())
         for site in targets:
             site.set_muted(muted)
-        self.settings.conversation.muted = (
-            muted if not site_id else self.settings.conversation.muted
-        )
+        if not site_id:  # every site: new sites start that way too
+            self.settings.conversation.muted = muted
 
     def cancel(self, site_id: str | None = None) -> None:
         targets = [self._site(site_id)] if site_id else list(self.sites.values())
