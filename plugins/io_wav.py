@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import sys
 import time
 import wave
+from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from voiced.audio import (
     PIPELINE_FORMAT,
@@ -20,6 +23,8 @@ from voiced.audio import (
     StreamConverter,
 )
 from voiced.hookspecs import hookimpl
+
+log = logging.getLogger(__name__)
 
 
 def bundled_sample() -> Path:
@@ -146,6 +151,10 @@ class StdinSource:
                 yield AudioChunk(converter.convert(data[:usable]))
 
 
+TEMPLATE_FIELDS = ("site_id", "run_id", "time")
+_FIELD = re.compile(r"\{[^{}]*\}")
+
+
 class WavSinkOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field("answers", description="a folder, or a file name template")
@@ -153,33 +162,72 @@ class WavSinkOptions(BaseModel):
     realtime: bool = Field(
         False, description="write at playback speed, so speaking lasts as long as the audio"
     )
+    keep: int = Field(
+        100, ge=1, description="answers kept on disk; the oldest are deleted beyond this"
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _known_fields(cls, path: str) -> str:
+        try:
+            path.format(**dict.fromkeys(TEMPLATE_FIELDS, "x"))
+        except (KeyError, IndexError, ValueError) as exc:
+            known = ", ".join("{" + name + "}" for name in TEMPLATE_FIELDS)
+            raise ValueError(
+                f"bad file name template {path!r} ({exc!r}); it may use {known}"
+            ) from None
+        return path
 
 
 class WavSink:
     """Writes each spoken answer to a WAV file as it streams in (an answers folder by default).
 
     ``path`` is a folder (one file per answer), a ``.wav`` file (the latest answer), or a
-    template with {site_id}, {run_id} and {time}.
+    template with {site_id}, {run_id} and {time}. Only the newest ``keep`` answers stay on
+    disk: a daemon that runs for months must not fill it.
     """
 
     def __init__(self, options: WavSinkOptions, app: Any = None) -> None:
         self.options = options
-        self.written: list[Path] = []
+        self.written: deque[Path] = deque()
+
+    @property
+    def template(self) -> str:
+        template = self.options.path
+        if "{" not in template and not template.lower().endswith(".wav"):
+            template = str(Path(template) / "{site_id}-{time}-{run_id}.wav")
+        return template
 
     def load(self) -> None:
-        pass
+        """Adopt the answers an earlier run left, so they count against ``keep`` too."""
+        pattern = Path(_FIELD.sub("*", self.template))
+        if pattern.parent.is_dir() and "*" in pattern.name:
+            earlier = sorted(pattern.parent.glob(pattern.name), key=_mtime)
+            self.written.extend(path for path in earlier if path.is_file())
+            self._prune()
 
     def close(self) -> None:
         pass
 
     def target(self, run_id: str, site_id: str) -> Path:
-        template = self.options.path
-        if "{" not in template and not template.lower().endswith(".wav"):
-            template = str(Path(template) / "{site_id}-{time}-{run_id}.wav")
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = Path(template.format(site_id=site_id, run_id=run_id[:8], time=stamp))
+        path = Path(self.template.format(site_id=site_id, run_id=run_id[:8], time=stamp))
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
+
+    def _remember(self, path: Path) -> None:
+        if path in self.written:  # a fixed file name: rewritten, not a new answer
+            self.written.remove(path)
+        self.written.append(path)
+        self._prune()
+
+    def _prune(self) -> None:
+        while len(self.written) > self.options.keep:
+            oldest = self.written.popleft()
+            try:
+                oldest.unlink(missing_ok=True)
+            except OSError as exc:
+                log.warning("WAV sink could not delete old answer %s: %s", oldest, exc)
 
     async def play(self, audio: AsyncIterator[AudioChunk], run_id: str, site_id: str) -> None:
         wav: wave.Wave_write | None = None
@@ -197,7 +245,7 @@ class WavSink:
                     wav.setnchannels(1)
                     wav.setsampwidth(2)
                     wav.setframerate(rate)
-                    self.written.append(path)
+                    self._remember(path)
                 for piece in _slices(chunk, self.options.realtime):
                     if self.options.realtime:  # like a loudspeaker: a cancel stops it mid-answer
                         await asyncio.sleep(max(0.0, started + played - time.monotonic()))
@@ -208,6 +256,13 @@ class WavSink:
         finally:
             if wav is not None:
                 wav.close()
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _slices(chunk: AudioChunk, realtime: bool) -> list[bytes]:

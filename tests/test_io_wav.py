@@ -86,3 +86,45 @@ def test_voiced_run_reads_raw_pcm_piped_on_stdin(tmp_path):
     assert result.returncode == 0, result.stderr.decode()
     events = [json.loads(line) for line in result.stdout.decode().splitlines()]
     assert [e["data"]["name"] for e in events if e["type"] == "intent"] == ["HassGetCurrentTime"]
+
+
+def one_answer():
+    async def stream():
+        yield AudioChunk(np.zeros(1600, dtype="<i2").tobytes())
+
+    return stream()
+
+
+async def test_wav_sink_keeps_only_the_newest_answers(tmp_path):
+    sink = WavSink(WavSinkOptions(path=str(tmp_path), keep=3))
+    sink.load()
+    for n in range(5):
+        await sink.play(one_answer(), f"run{n:05d}", "kitchen")  # 8 characters: the name's id
+    left = {p.name.rsplit("-", 1)[1] for p in tmp_path.glob("*.wav")}
+    assert left == {"run00002.wav", "run00003.wav", "run00004.wav"}
+
+
+async def test_wav_sink_counts_the_answers_an_earlier_run_left(tmp_path):
+    earlier = WavSink(WavSinkOptions(path=str(tmp_path), keep=2))
+    for n in range(2):
+        await earlier.play(one_answer(), f"old{n:05d}", "kitchen")
+    os.utime(tmp_path / next(p.name for p in tmp_path.iterdir() if "old00000" in p.name), (1, 1))
+    later = WavSink(WavSinkOptions(path=str(tmp_path), keep=2))
+    later.load()
+    await later.play(one_answer(), "new00000", "kitchen")
+    names = sorted(p.name for p in tmp_path.glob("*.wav"))
+    assert len(names) == 2
+    assert not any("old00000" in name for name in names)  # the oldest went first
+
+
+async def test_wav_sink_rewriting_one_file_counts_once(tmp_path):
+    sink = WavSink(WavSinkOptions(path=str(tmp_path / "latest.wav"), keep=1))
+    sink.load()
+    for n in range(3):
+        await sink.play(one_answer(), f"run{n}", "kitchen")
+    assert [p.name for p in tmp_path.iterdir()] == ["latest.wav"]
+
+
+def test_wav_sink_rejects_an_unknown_file_name_field():
+    with pytest.raises(ValueError, match=r"\{room\}.*\{site_id\}, \{run_id\}, \{time\}"):
+        WavSinkOptions(path="answers/{room}-{time}.wav")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -65,9 +66,13 @@ async def test_a_wrong_password_is_a_clear_error_and_the_service_keeps_running(
         svc.voiced_event(Event(EventType.RUN_START, "r1"))
         await eventually(lambda: svc.stats()["queued"] >= 1)
         assert len(assistant.errors()) == 1
+        await asyncio.sleep(0.5)  # a few refused reconnects
     finally:
         await svc.stop()
     assert not svc.stats()["connected"]
+    # the broker answered in MQTT 5: a refused login is no reason to change protocol
+    assert svc.client.protocol == "5"
+    assert not any("falling back to MQTT 3.1.1" in r.message for r in caplog.records)
 
 
 def test_the_password_is_masked_in_the_options():

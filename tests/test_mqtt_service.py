@@ -120,6 +120,7 @@ async def test_say_listen_mute_cancel_commands_reach_the_daemon(
         ("say", b"\xff\xfe"),
         ("mute", b"maybe"),
         ("mute", b"{not json"),
+        ("say", b"[" * 100_000),  # deeper than Python's JSON parser can go
         ("reboot", b"now"),
     ],
 )
@@ -186,3 +187,16 @@ async def test_publish_goes_through_the_queue_in_order_with_events(service, mqtt
         "custom/raw",
     ]
     assert json.loads(recorder.messages[1][1]) == {"a": 1}
+
+
+async def test_a_site_name_with_mqtt_wildcards_stays_one_topic_level(
+    service, assistant, mqtt_recorder
+):
+    events = mqtt_recorder("voiced/+/event/+")
+    site = "kids/room#2+"
+    service.voiced_event(Event(EventType.RUN_START, "r1", site))
+    topic, _ = (await events.until(lambda ms: ms))[0][:2]
+    assert topic == "voiced/kids_room_2_/event/run-start"
+    # and a command on that level reaches the site by its real name
+    events.client.publish("voiced/kids_room_2_/command/say", "good night", qos=1)
+    await eventually(lambda: assistant.calls == [("say", "good night", site)])

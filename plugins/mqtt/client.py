@@ -157,6 +157,9 @@ class MqttClient:
 
     def _refused(self, client: paho.Client, reason: ReasonCode) -> None:
         code = reason.value
+        # A broker that answered CONNACK speaks our protocol: the close that follows a refusal
+        # is no sign of a 3.1.1-only broker.
+        self._v5_unproven = False
         auto = self.options.protocol == "auto"
         if code in UNSUPPORTED_PROTOCOL and self.protocol == "5" and auto:
             self._fall_back(client, "refused MQTT 5")

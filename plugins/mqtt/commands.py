@@ -20,6 +20,8 @@ def _decode(payload: bytes) -> tuple[str, Any]:
         raise BadCommand("payload is not UTF-8 text") from None
     try:
         return text, json.loads(text) if text[:1] in '{["' and text else None
+    except RecursionError:
+        raise BadCommand("payload JSON is nested too deeply") from None
     except json.JSONDecodeError as exc:
         if text[:1] == "{":
             raise BadCommand(f"payload looks like JSON but is not: {exc}") from None

@@ -33,7 +33,7 @@ from .discovery import device_config
 from .hermes import TTS_SAY, hermes_messages, parse_tts_say
 from .options import MqttOptions
 from .state import SiteState
-from .topics import Topics
+from .topics import Topics, topic_level
 
 log = logging.getLogger(__name__)
 
@@ -360,11 +360,18 @@ class MqttService:
         parsed = self.topics.parse_command(topic)
         if parsed is None:
             return
-        site_id, command = parsed
+        level, command = parsed
+        site_id = self._site_of_level(level)
         try:
             self._command(site_id, command, payload)
         except BadCommand as exc:
             self._bad_command(topic, str(exc), site_id)
+
+    def _site_of_level(self, level: str) -> str:
+        """The site whose topic level this is ("kids_room" for the satellite "kids/room")."""
+        if level in self._sites:
+            return level
+        return next((site for site in list(self._sites) if topic_level(site) == level), level)
 
     def _command(self, site_id: str, command: str, payload: bytes) -> None:
         if command == "say":

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 COMMANDS = ("say", "listen", "mute", "cancel")
+# MQTT wildcards, the level separator and NUL must never come from a site's name.
+_NOT_IN_A_LEVEL = re.compile(r"[#+/\x00]")
+
+
+def topic_level(name: str) -> str:
+    """A site name as one safe topic level ("kids/room#2" -> "kids_room_2")."""
+    return _NOT_IN_A_LEVEL.sub("_", name) or "_"
 
 
 @dataclass(frozen=True)
@@ -17,20 +25,20 @@ class Topics:
         return f"{self.prefix}/status"
 
     def event(self, site_id: str, event_type: str) -> str:
-        return f"{self.prefix}/{site_id}/event/{event_type}"
+        return f"{self.prefix}/{topic_level(site_id)}/event/{event_type}"
 
     def audio(self, site_id: str, event_type: str) -> str:
-        return f"{self.prefix}/{site_id}/audio/{event_type}"
+        return f"{self.prefix}/{topic_level(site_id)}/audio/{event_type}"
 
     def state(self, site_id: str, name: str = "state") -> str:
         """Retained: ``state``, ``transcript``, ``intent``, ``response``, ``muted``."""
-        return f"{self.prefix}/{site_id}/{name}"
+        return f"{self.prefix}/{topic_level(site_id)}/{name}"
 
     def command(self, site_id: str, name: str) -> str:
-        return f"{self.prefix}/{site_id}/command/{name}"
+        return f"{self.prefix}/{topic_level(site_id)}/command/{name}"
 
     def intent(self, site_id: str, intent_name: str) -> str:
-        return f"{self.prefix}/{site_id}/intent/{intent_name}"
+        return f"{self.prefix}/{topic_level(site_id)}/intent/{topic_level(intent_name)}"
 
     @property
     def command_filter(self) -> str:
