@@ -8,7 +8,6 @@ import re
 import sys
 import time
 import wave
-from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -189,7 +188,7 @@ class WavSink:
 
     def __init__(self, options: WavSinkOptions, app: Any = None) -> None:
         self.options = options
-        self.written: deque[Path] = deque()
+        self.written: list[Path] = []  # oldest first, at most ``keep``
 
     @property
     def template(self) -> str:
@@ -223,7 +222,7 @@ class WavSink:
 
     def _prune(self) -> None:
         while len(self.written) > self.options.keep:
-            oldest = self.written.popleft()
+            oldest = self.written.pop(0)
             try:
                 oldest.unlink(missing_ok=True)
             except OSError as exc:
