@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import queue
 import re
 import sys
+import threading
 import time
 import wave
 from collections.abc import AsyncIterator
@@ -136,9 +139,10 @@ class StdinSource:
             frame, self.format.bytes_per_second * self.options.chunk_ms // 1000 // frame * frame
         )
         converter = StreamConverter(self.format)
+        reader = BlockingReader(stream)
         pending = b""
         while True:
-            data = await asyncio.to_thread(stream.read, size)
+            data = await reader.read(size)
             if not data:
                 if tail := converter.convert(b"", last=True):
                     yield AudioChunk(tail)
@@ -152,6 +156,57 @@ class StdinSource:
 
 TEMPLATE_FIELDS = ("site_id", "run_id", "time")
 _FIELD = re.compile(r"\{[^{}]*\}")
+
+
+class BlockingReader:
+    """Reads a blocking stream on a daemon thread of its own, one block at a time.
+
+    ``asyncio.to_thread`` would park the read in the loop's executor, and a quiet pipe then
+    holds up shutdown forever: the executor joins its threads at exit. A daemon thread blocked
+    in ``read`` does not keep the process alive. One read is asked for at a time, so a slow
+    pipeline still holds the writer back.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        try:  # a real pipe or file: read the descriptor, so no buffer lock is held at exit
+            self._fd: int | None = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            self._fd = None
+        self._asks: queue.SimpleQueue[tuple[int, asyncio.AbstractEventLoop, asyncio.Future]] = (
+            queue.SimpleQueue()
+        )
+        self._thread: threading.Thread | None = None
+
+    async def read(self, size: int) -> bytes:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bytes] = loop.create_future()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._serve, name="voiced-stdin", daemon=True)
+            self._thread.start()
+        self._asks.put((size, loop, future))
+        return await future
+
+    def _serve(self) -> None:
+        while True:
+            size, loop, future = self._asks.get()
+            try:
+                data = os.read(self._fd, size) if self._fd is not None else self.stream.read(size)
+                error = None
+            except Exception as exc:  # handed to the reader on the loop
+                data, error = b"", exc
+            if loop.is_closed():
+                return
+            loop.call_soon_threadsafe(_settle, future, data, error)
+
+
+def _settle(future: asyncio.Future, data: bytes, error: BaseException | None) -> None:
+    if future.done():  # the reader was cancelled meanwhile
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(data)
 
 
 class WavSinkOptions(BaseModel):

@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import wave
 from pathlib import Path
 
@@ -128,3 +130,34 @@ async def test_wav_sink_rewriting_one_file_counts_once(tmp_path):
 def test_wav_sink_rejects_an_unknown_file_name_field():
     with pytest.raises(ValueError, match=r"\{room\}.*\{site_id\}, \{run_id\}, \{time\}"):
         WavSinkOptions(path="answers/{room}-{time}.wav")
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_daemon_while_stdin_is_an_idle_open_pipe(tmp_path):
+    config = tmp_path / "voiced.toml"
+    config.write_text('[pipeline]\nservice = []\nhandler = ["builtin"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VOICED_")}
+    command = [sys.executable, "-m", "voiced.cli", "--config", str(config), "run"]
+    log = tmp_path / "stderr.log"
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(
+            [*command, "--source", "stdin"],
+            stdin=subprocess.PIPE,  # held open, nothing written: a quiet microphone pipe
+            stderr=stderr,
+            stdout=subprocess.DEVNULL,
+            cwd=ROOT,
+            env=env,
+        )
+    try:
+        deadline = time.monotonic() + 240
+        while b"ready" not in log.read_bytes():
+            assert proc.poll() is None, f"ended before it was ready: {log.read_text()}"
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)  # stdin stays open all the while
+    finally:
+        proc.kill()
+        proc.stdin.close()
+    assert proc.returncode == 0, log.read_text()
+    assert "Fatal Python error" not in log.read_text()
