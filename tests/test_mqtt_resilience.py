@@ -79,6 +79,21 @@ async def test_while_the_broker_is_away_the_oldest_events_are_dropped_and_report
     assert first_seen(seqs(recorder)) == [15, 16, 17, 18, 19]
     error = json.loads(await recorder.first("voiced/default/event/error"))
     assert error["data"]["dropped"] == 15 and "dropped the 15 oldest" in error["data"]["message"]
+    assert "away" in error["data"]["message"]
+    await svc.stop()
+
+
+async def test_a_flood_with_the_broker_up_is_reported_as_falling_behind_not_as_broker_away(
+    mosquitto, assistant, mqtt_recorder
+):
+    recorder = mqtt_recorder("voiced/default/event/error")
+    svc = await service_for(mosquitto, assistant, queue_size=5, max_inflight=1)
+    for seq in range(2000):  # faster than one message in flight at a time can go
+        svc.voiced_event(Event(EventType.TIMER, "r1", data={"seq": seq}))
+    assert svc.stats()["dropped"] > 0
+    error = json.loads(await recorder.first("voiced/default/event/error", timeout=20))
+    assert "faster than broker" in error["data"]["message"]
+    assert "away" not in error["data"]["message"]
     await svc.stop()
 
 

@@ -71,6 +71,7 @@ class MqttService:
         self._items: deque[Event | Message | _MutedSet] = deque()
         self._items_lock = threading.Lock()
         self._dropped_this_outage = 0
+        self._why_dropped: str | None = None  # said when the drops are reported
         self._signals: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self._wake = threading.Event()
         self._inflight: OrderedDict[int, Message] = OrderedDict()
@@ -192,16 +193,25 @@ class MqttService:
                 self.dropped += 1
                 self._dropped_this_outage += 1
                 first = self._dropped_this_outage == 1
+                if first:
+                    self._why_dropped = self._why_behind()
             else:
                 first = False
             self._items.append(item)
         if first:
             log.warning(
-                "MQTT queue full (%d, broker %s away): dropping the oldest events",
+                "MQTT queue full (%d, %s): dropping the oldest events",
                 self.options.queue_size,
-                self.client.broker if self.client else "?",
+                self._why_dropped,
             )
         self._wake.set()
+
+    def _why_behind(self) -> str:
+        """Why the queue filled: the broker is away, or events come faster than it takes them."""
+        broker = self.client.broker if self.client else "?"
+        if self.client is not None and self.client.connected:
+            return f"events came faster than broker {broker} took them"
+        return f"broker {broker} away"
 
     def _signal(self, name: str, value: Any = None) -> None:
         self._signals.put((name, value))
@@ -290,7 +300,9 @@ class MqttService:
         with self._items_lock:
             dropped, self._dropped_this_outage = self._dropped_this_outage, 0
         if dropped:
-            text = f"MQTT broker was away: dropped the {dropped} oldest events (queue full)"
+            why = self._why_dropped or self._why_behind()
+            self._why_dropped = None
+            text = f"MQTT queue full ({why}): dropped the {dropped} oldest events"
             log.warning(text)
             self._emit(error_event("mqtt", text, site_id=self.site_id, dropped=dropped))
 
