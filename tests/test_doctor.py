@@ -12,6 +12,7 @@ from voiced_plugins.mqtt import MqttOptions
 
 from voiced import accel
 from voiced.accel import Ct2Probe, GpuInfo, OnnxProbe, TorchProbe
+from voiced.config import load_settings
 from voiced.doctor import (
     Check,
     DeviceNode,
@@ -30,6 +31,7 @@ from voiced.doctor import (
     scan_hardware,
     torchaudio_check,
 )
+from voiced.doctor.runner import gpu_requested
 from voiced.hookspecs import hookimpl
 
 NO_BINARY = (
@@ -46,6 +48,8 @@ ROCM_TORCH = TorchProbe(
 )
 CPU_TORCH = TorchProbe("cpu", "torch 2.13.0+cpu (CPU-only build) sees no GPU", "2.13.0+cpu")
 ALICE = UserGroups("alice", frozenset({"alice"}), frozenset({"alice"}))
+
+ROOT = Path(__file__).parents[1]
 
 
 def by_name(checks: list[Check], name: str) -> Check:
@@ -393,3 +397,33 @@ def test_doctor_exits_non_zero_and_prints_the_fix_when_the_config_is_broken(tmp_
     assert proc.returncode == 1
     assert "✗ MQTT broker mqtt://127.0.0.1:9: cannot connect" in proc.stdout
     assert "fix: start the broker" in proc.stdout
+
+
+def test_a_gpu_engine_with_a_cpu_engine_behind_it_does_not_make_the_gpu_required(tmp_path):
+    config = write_config(
+        tmp_path,
+        '[stages.asr.whisper-transformers]\ndevice = "cuda"\n',
+    )
+    config.write_text(
+        config.read_text().replace(
+            "[pipeline]\n", '[pipeline]\nasr = ["whisper-transformers", "whisper-ctranslate2"]\n'
+        )
+    )
+    assert not gpu_requested(load_settings(config))
+
+
+def test_a_gpu_only_chain_makes_the_gpu_required(tmp_path):
+    config = write_config(tmp_path, '[stages.asr.whisper-transformers]\ndevice = "cuda"\n')
+    config.write_text(
+        config.read_text().replace("[pipeline]\n", '[pipeline]\nasr = ["whisper-transformers"]\n')
+    )
+    assert gpu_requested(load_settings(config))
+
+
+def test_a_gpu_asked_for_by_a_stage_the_pipeline_does_not_use_is_not_required(tmp_path):
+    config = write_config(tmp_path, '[stages.tts.vits]\ndevice = "cuda"\n')
+    assert not gpu_requested(load_settings(config))
+
+
+def test_the_shipped_default_config_needs_no_gpu():
+    assert not gpu_requested(load_settings(ROOT / "config" / "voiced.toml"))

@@ -19,13 +19,18 @@ from voiced.doctor.system import audio_checks, python_checks
 
 
 def gpu_requested(settings: Any) -> bool:
-    """Whether a configured stage asks for a GPU explicitly (``device = "cuda"``)."""
-    for kind_blocks in settings.stages.values():
-        for options in kind_blocks.values():
-            device = str(options.get("device", "")).lower()
-            if device.startswith(("cuda", "gpu", "rocm")):
-                return True
-    return False
+    """Whether the pipeline needs a GPU: a stage in use asks for one explicitly
+    (``device = "cuda"``) and no engine after it in its fallback chain can serve instead."""
+    p = settings.pipeline
+    # asr and tts are fallback chains: only their last engine has nothing behind it
+    in_use = [("asr", p.asr[-1]), ("tts", p.tts[-1]), ("vad", p.vad)]
+    in_use += [("wake", name) for name in p.wake] + [("intent", name) for name in p.intent]
+    return any(_asks_for_gpu(settings, kind, name) for kind, name in in_use)
+
+
+def _asks_for_gpu(settings: Any, kind: str, name: str) -> bool:
+    options = settings.stages.get(kind, {}).get(name.split("#")[0], {})
+    return str(options.get("device", "")).lower().startswith(("cuda", "gpu", "rocm"))
 
 
 def audio_needed(settings: Any) -> bool:
