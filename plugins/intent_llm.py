@@ -9,6 +9,7 @@ Only the standard library is used (urllib), so the core stays light.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import socket
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from voiced.context import RunContext
 from voiced.hookspecs import hookimpl
 from voiced.intents import Intent, Transcript
+from voiced.redact import split_credentials
 
 log = logging.getLogger(__name__)
 
@@ -186,10 +188,13 @@ class LlmIntent:
 
     def _post(self, path: str, body: dict[str, Any], refuse_tools: bool) -> dict[str, Any]:
         """POST with a deadline for the whole exchange (a slow server cannot hold the run)."""
-        url = (self.options.url or "").rstrip("/") + path
+        url, user, password = split_credentials((self.options.url or "").rstrip("/") + path)
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.options.api_key is not None:
             headers["Authorization"] = f"Bearer {self.options.api_key.get_secret_value()}"
+        elif user is not None:  # http://user:password@host/v1: basic auth, never in messages
+            login = base64.b64encode(f"{user}:{password or ''}".encode()).decode()
+            headers["Authorization"] = f"Basic {login}"
         request = urllib.request.Request(
             url, data=json.dumps(body).encode(), headers=headers, method="POST"
         )

@@ -6,6 +6,7 @@ thing under test is the client: what it sends, and what it makes of each answer.
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
 import threading
@@ -20,6 +21,7 @@ from pydantic import SecretStr
 from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 from voiced_plugins.intent_llm import LlmIntent, LlmOptions
 
+from voiced.config import masked
 from voiced.context import RunContext
 from voiced.intents import Transcript
 from voiced.plugins import new_plugin_manager
@@ -245,3 +247,23 @@ def test_the_llm_is_asked_only_when_the_templates_miss(server, hassil):
     assert fallback.recognizer == "llm"
     assert fallback.slots == {"name": "Coffee Maker"}
     assert len(server.requests) == 1
+
+
+def test_credentials_in_the_url_log_in_by_header_and_never_reach_a_message(server, hassil):
+    url = server.url.replace("http://", "http://llm-user:p%40ss-w0rd@")
+    server.replies.append((503, {"error": "model loading"}, 0.0))
+    _, context = ask(llm_stage(url, hassil), "turn on the kitchen light")
+    login = base64.b64encode(b"llm-user:p@ss-w0rd").decode()
+    assert server.headers[0]["Authorization"] == f"Basic {login}"
+    reason = context.data["intent_errors"][0]["reason"]
+    assert "HTTP 503" in reason
+    assert "w0rd" not in reason and "llm-user" not in reason
+
+
+def test_the_effective_config_masks_passwords_inside_urls():
+    shown = masked(
+        {"stages": {"intent": {"llm": {"url": "https://me:hunter2@llm.lan/v1"}}},
+         "mqtt": ["mqtt://voiced:s3cret@broker:1883"]}
+    )  # fmt: skip
+    assert shown["stages"]["intent"]["llm"]["url"] == "https://me:***@llm.lan/v1"
+    assert shown["mqtt"] == ["mqtt://voiced:***@broker:1883"]

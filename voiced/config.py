@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from voiced.arbiter import ArbiterConfig
+from voiced.redact import redact_urls
 
 DEFAULT_CONFIG_PATHS = (Path("config/voiced.toml"), Path("/etc/voiced/voiced.toml"))
 SECRET_WORDS = ("password", "secret", "token", "api_key", "apikey", "key_file", "keyfile")
@@ -198,6 +199,8 @@ def masked(data: Any) -> Any:
         }
     if isinstance(data, list):
         return [masked(v) for v in data]
+    if isinstance(data, str):
+        return redact_urls(data)  # mqtt://user:password@host in a url key
     return data
 
 
