@@ -8,4 +8,4 @@ from pathlib import Path
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
 
-pytest_plugins = ["mqtt_fixtures"]
+pytest_plugins = ["mqtt_fixtures", "asr_fixtures"]

