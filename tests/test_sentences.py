@@ -125,3 +125,17 @@ def test_iter_sentences_yields_the_first_sentence_lazily() -> None:
 def test_a_tiny_limit_is_rejected_with_the_minimum() -> None:
     with pytest.raises(ValueError, match="max_chars must be at least 10"):
         split_sentences("Hello.", max_chars=3)
+
+
+def test_chinese_sentences_end_at_full_width_marks_without_spaces() -> None:
+    text = "打开厨房的灯。现在几点？太好了！"
+    assert split_sentences(text) == ["打开厨房的灯。", "现在几点？", "太好了！"]
+
+
+def test_a_long_chinese_sentence_is_cut_at_its_commas_with_no_spaces_added() -> None:
+    clause = "今天的天气很好，"
+    text = clause * 10 + "我们去公园吧。"
+    pieces = split_sentences(text, max_chars=30)
+    assert all(len(p) <= 30 for p in pieces)
+    assert all(p.endswith(("，", "。")) for p in pieces)  # cut at a comma, never mid-clause
+    assert "".join(pieces) == text

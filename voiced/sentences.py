@@ -33,12 +33,14 @@ _PARAGRAPH = re.compile(r"\n[ \t]*\n\s*")
 _SPACE = re.compile(r"\s+")
 _NEXT_VISIBLE = re.compile(r"\S")
 # Weaker and weaker places to cut an over-long sentence (the delimiter stays on the left).
+# Chinese and Japanese write no space after their full-width marks.
 _CUTS = (
     re.compile(r"\s*\n\s*"),
-    re.compile(r"(?<=[;:])\s+"),
-    re.compile(r"(?<=[,—–])\s+|\s+(?=[—–]\s)"),
+    re.compile(r"(?<=[;:])\s+|(?<=[；：])\s*"),
+    re.compile(r"(?<=[,—–])\s+|\s+(?=[—–]\s)|(?<=[，、])\s*"),
     re.compile(r"\s+"),
 )
+_CJK_MARK = "；：，、"
 MIN_MAX_CHARS = 10
 
 
@@ -110,7 +112,7 @@ def _fit(piece: str, max_chars: int, level: int) -> Iterator[str]:
     for part in _CUTS[level].split(piece.strip()):
         if not part:
             continue
-        joined = f"{current} {part}" if current else part
+        joined = f"{current}{_joint(current)}{part}" if current else part
         if len(joined) <= max_chars:
             current = joined
             continue
@@ -123,3 +125,8 @@ def _fit(piece: str, max_chars: int, level: int) -> Iterator[str]:
             current = ""
     if current:
         yield current
+
+
+def _joint(left: str) -> str:
+    """What goes between two parts put back together: nothing after a full-width mark."""
+    return "" if left[-1:] in _CJK_MARK else " "
