@@ -134,6 +134,28 @@ def test_on_a_gpu_the_model_runs_in_float16(tiny_model: Path) -> None:
     assert tts.synthesize("Lights on.").format.rate == RATE
 
 
+@pytest.mark.slow
+def test_half_precision_that_overflows_falls_back_to_float32_and_says_why(
+    tiny_model: Path, caplog
+) -> None:
+    tts = VitsTts(VitsOptions(model=str(tiny_model), device="cpu", seed=1))
+    tts.load()
+    # the model as a GPU runs it, with a layer whose activations overflow float16 (> 65504)
+    tts._model.half()
+    tts.dtype = "float16"
+    with torch.no_grad():
+        tts._model.decoder.conv_pre.weight.mul_(3e4)
+    inputs = tts._tokenizer("Turn on the lights.", return_tensors="pt")
+    with torch.inference_mode():
+        assert not torch.isfinite(tts._model(**inputs).waveform).all()
+    with caplog.at_level("WARNING"):
+        chunk = tts.synthesize("Turn on the lights.")
+    assert tts.dtype == "float32" and next(tts._model.parameters()).dtype == torch.float32
+    assert "NaN/inf" in tts.info["upcast"] and "float32 from now on" in caplog.text
+    samples = chunk.to_array()
+    assert np.isfinite(samples).all() and np.abs(samples).max() > 0
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_requesting_a_gpu_that_torch_cannot_see_is_an_error(tiny_model: Path) -> None:
     with pytest.raises(DeviceError, match="requested but torch"):
