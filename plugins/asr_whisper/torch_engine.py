@@ -139,6 +139,9 @@ class WhisperTransformersAsr:
             if "cache" in inspect.signature(model.model.decoder.forward).parameters
             else "past_key_values"
         )
+        # transformers 4.x encoder layers take a (required) head mask, 5.x none
+        layer_params = inspect.signature(model.model.encoder.layers[0].forward).parameters
+        self._layer_kw = {"layer_head_mask": None} if "layer_head_mask" in layer_params else {}
         self._setup_tokens()
         if opts.window_buckets is not None:
             self.buckets = tuple(sorted(set(opts.window_buckets)))
@@ -229,7 +232,7 @@ class WhisperTransformersAsr:
         hidden = gelu(enc.conv2(gelu(enc.conv1(features)))).permute(0, 2, 1)
         hidden = hidden + enc.embed_positions.weight[: hidden.shape[1]]
         for layer in enc.layers:
-            out = layer(hidden, None)
+            out = layer(hidden, None, **self._layer_kw)
             hidden = out[0] if isinstance(out, tuple) else out
         return enc.layer_norm(hidden)
 
