@@ -2,8 +2,8 @@
 
 The execution provider is chosen by asking ONNX Runtime which providers it actually offers
 (``onnxruntime`` on the CPU, ``onnxruntime-migraphx`` for AMD GPUs, ``onnxruntime-gpu`` for
-CUDA; the ROCm provider of the old ``onnxruntime-rocm``, which stops at 1.22, is still taken
-when it is all there is) and then checking which ones the session really took: ONNX Runtime
+CUDA; the ROCm provider of the deprecated ``onnxruntime-rocm``, which stops at 1.22, is still
+used where it is installed) and then checking which ones the session really took: ONNX Runtime
 quietly drops a GPU provider whose libraries fail to load. ``PiperVoice.load(use_cuda=...)``
 only knows CUDA, so the session is built here with the provider list and handed to
 ``PiperVoice``.
@@ -29,7 +29,10 @@ from voiced.hookspecs import hookimpl
 log = logging.getLogger(__name__)
 
 BUNDLED_VOICE = "en_US-joe-medium"
-_ROCM = ("MIGraphXExecutionProvider", "ROCMExecutionProvider")  # MIGraphX: AMD's supported EP
+# MIGraphX (onnxruntime-migraphx) is AMD's supported provider; the ROCm one (onnxruntime-rocm,
+# last release 1.22) goes first only where a build still offers both: MIGraphX compiles the
+# graph again for every new input length, and every sentence has one.
+_ROCM = ("ROCMExecutionProvider", "MIGraphXExecutionProvider")
 _CUDA = ("CUDAExecutionProvider",)
 _GPU_PACKAGE = {"rocm": "onnxruntime-migraphx", "cuda": "onnxruntime-gpu"}
 # cuDNN's exhaustive algorithm search runs again for every new input length (every sentence).
@@ -74,8 +77,8 @@ class ProviderChoice:
 def choose_providers(requested: str, available: Sequence[str]) -> ProviderChoice:
     """Pick ONNX Runtime execution providers for a device request from what is available.
 
-    "auto" prefers MIGraphX, then the deprecated ROCm provider, then CUDA, else the CPU (with
-    the reason). An explicit
+    "auto" prefers the AMD providers (the deprecated ROCm one, where a build still has it, then
+    MIGraphX), then CUDA, else the CPU (with the reason). An explicit
     "rocm" or "cuda" that the installed onnxruntime cannot serve raises :class:`DeviceError`
     naming the package to install; the CPU provider always stays last as ONNX Runtime's own
     fallback for operators the GPU provider lacks.

@@ -209,8 +209,8 @@ def test_requesting_cuda_without_a_gpu_onnxruntime_is_an_error_naming_the_packag
         (["ROCMExecutionProvider", CPU], "ROCMExecutionProvider", "rocm"),
         (["MIGraphXExecutionProvider", CPU], "MIGraphXExecutionProvider", "rocm"),
         (
-            ["ROCMExecutionProvider", "MIGraphXExecutionProvider", CPU],
-            "MIGraphXExecutionProvider",
+            ["MIGraphXExecutionProvider", "ROCMExecutionProvider", CPU],
+            "ROCMExecutionProvider",  # an old build with both: no recompile per sentence length
             "rocm",
         ),
         (
@@ -221,7 +221,7 @@ def test_requesting_cuda_without_a_gpu_onnxruntime_is_an_error_naming_the_packag
         (["AzureExecutionProvider", CPU], CPU, "cpu"),
     ],
 )
-def test_auto_prefers_migraphx_then_old_rocm_then_cuda_then_cpu(available, provider, device):
+def test_auto_prefers_the_amd_providers_then_cuda_then_cpu(available, provider, device):
     choice = choose_providers("auto", available)
     assert choice.providers[0] == provider
     assert choice.providers[-1] == CPU
