@@ -7,8 +7,8 @@ from voiced.doctor.checks import Check
 
 CT2_ROCM_HINT = (
     "CTranslate2's ROCm/HIP wheels are not on PyPI: they are assets of its GitHub releases "
-    "(4.7.0 on, rocm-python-wheels-Linux.zip); pip install the wheel for your Python from it "
-    "over the PyPI one"
+    "(4.7.0 on: the rocm-python-wheels zip for Linux); pip install the wheel for your Python "
+    "from it over the PyPI one"
 )
 
 
