@@ -105,3 +105,30 @@ def test_the_engine_rounds_windows_to_its_buckets_and_warms_each_up(tmp_path):
     assert "kitchen" in transcript.text.lower()
     timings = transcript.data["timings_ms"]
     assert timings["encode"] > 0 and timings["decode"] > 0
+    # the GPU's feature path (log-mel on the device), taken here on the CPU: same words
+    from voiced_plugins.asr_whisper.log_mel import LogMel
+
+    engine._log_mel = LogMel(engine.processor.feature_extractor, "cpu")
+    assert engine.transcribe(steady_piper("Turn on the kitchen lights.")).text == transcript.text
+
+
+@pytest.mark.slow
+def test_log_mel_on_the_device_matches_the_whisper_feature_extractor_on_real_speech():
+    pytest.importorskip("transformers")
+    import numpy as np
+    from speech import steady_piper
+    from transformers import WhisperFeatureExtractor
+    from voiced_plugins.asr_whisper.log_mel import LogMel
+
+    speech = np.frombuffer(steady_piper("What time is it in the kitchen?"), "<i2") / 32768.0
+    for window in (5, 10, 30):
+        padded = np.zeros(window * 16000, dtype=np.float32)
+        padded[: len(speech)] = speech[: len(padded)]
+        for mels in (80, 128):  # tiny..large-v2, large-v3
+            extractor = WhisperFeatureExtractor(feature_size=mels)
+            expected = extractor(
+                padded, sampling_rate=16000, padding="longest", return_tensors="np"
+            ).input_features[..., : window * 100]
+            ours = LogMel(extractor, "cpu")(padded).numpy()
+            assert ours.shape == expected.shape == (1, mels, window * 100)
+            assert np.abs(ours - expected).max() <= 1e-5

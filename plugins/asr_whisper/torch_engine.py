@@ -35,6 +35,7 @@ from .common import (
     too_quiet,
     window_seconds,
 )
+from .log_mel import LogMel
 from .models import ModelError, default_cache_dir, load_error, resolve_transformers
 from .segments import spoken_text
 
@@ -93,6 +94,7 @@ class WhisperTransformersAsr:
         self.model: Any = None
         self._torch: Any = None
         self.buckets: tuple[int, ...] = ()
+        self._log_mel: LogMel | None = None
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -143,6 +145,9 @@ class WhisperTransformersAsr:
         layer_params = inspect.signature(model.model.encoder.layers[0].forward).parameters
         self._layer_kw = {"layer_head_mask": None} if "layer_head_mask" in layer_params else {}
         self._setup_tokens()
+        extractor = self.processor.feature_extractor
+        if self.device.startswith("cuda") and not getattr(extractor, "dither", 0.0):
+            self._log_mel = LogMel(extractor, self.device)
         if opts.window_buckets is not None:
             self.buckets = tuple(sorted(set(opts.window_buckets)))
         elif choice.backend == "rocm":
@@ -220,6 +225,8 @@ class WhisperTransformersAsr:
     def _features(self, samples: np.ndarray, window: int) -> Any:
         padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
         padded[: len(samples)] = samples[: len(padded)]
+        if self._log_mel is not None:  # on the GPU: computed there, no round trip
+            return self._log_mel(padded).to(getattr(self._torch, self.dtype))
         features = self.processor.feature_extractor(
             padded, sampling_rate=SAMPLE_RATE, padding="longest", return_tensors="pt"
         ).input_features[..., : window * 100]
