@@ -11,7 +11,9 @@
    command after load (MIOpen/cuDNN pick kernels for a new shape there) and
    whisper-transformers' latency per encoder window bucket. Whisper small has no bundled
    package, so it is not in the table.
-3. Every other benchmarks/gpu_*.py present (gpu_tts.py ...), run with ``--out``; their JSON
+3. Whisper's log-mel features: transformers' extractor (NumPy out, then copied to the
+   device) vs computed on the device (plugins/asr_whisper/log_mel.py), per window.
+4. Every other benchmarks/gpu_*.py present (gpu_tts.py ...), run with ``--out``; their JSON
    becomes rows the same way as the CPU table's.
 
 On a machine without a GPU it says so and times the CPU (``--device cpu``), so it can be
@@ -306,6 +308,56 @@ def asr_table(device: str, files: int, runs: int) -> Section:
     return section
 
 
+# -- log-mel features: the extractor (NumPy out, copied to the device) vs on the device ---------
+
+
+def features_table(device: str, runs: int) -> Section:
+    """What computing Whisper's features on the device saves, per window (no model needed)."""
+    import numpy as np
+    import torch
+    from transformers import WhisperFeatureExtractor
+    from voiced_plugins.asr_whisper.log_mel import LogMel
+
+    section = Section("gpu-features")
+    target = "cuda" if device != "cpu" else "cpu"
+    extractor = WhisperFeatureExtractor()
+    on_device = LogMel(extractor, target)
+    rng = np.random.default_rng(0)
+
+    def sync() -> None:
+        if target == "cuda":
+            torch.cuda.synchronize()
+
+    def host(samples: np.ndarray) -> Any:
+        out = extractor(samples, sampling_rate=16000, padding="longest", return_tensors="pt")
+        return out.input_features.to(target)
+
+    for window in (5, 10, 20, 30):
+        samples = rng.normal(0, 0.1, window * 16000).astype(np.float32)
+        timings: dict[str, list[float]] = {"extractor + copy": [], "on the device": []}
+        for _ in range(max(runs, 5) + 1):  # the first of each is a warm-up
+            for name, make in (("extractor + copy", host), ("on the device", on_device)):
+                started = time.perf_counter()
+                make(samples)
+                sync()
+                timings[name].append(time.perf_counter() - started)
+        peer = stats(timings["extractor + copy"][1:])
+        for name, values in timings.items():
+            summary = stats(values[1:])
+            section.rows.append(
+                Row.of(
+                    "gpu-features",
+                    f"log-mel, {window} s window, {name} ({target})",
+                    "ms",
+                    summary,
+                    peer="(the peer)"
+                    if name == "extractor + copy"
+                    else f"{summary['median'] / peer['median']:.2f}x extractor",
+                )
+            )
+    return section
+
+
 # -- the other GPU scripts --------------------------------------------------------------------
 
 
@@ -408,6 +460,10 @@ def main(argv: list[str] | None = None) -> int:
             done(asr_table(device, args.files, args.runs))
         except Exception as exc:
             done(Section("gpu-asr", notes=[f"failed: {type(exc).__name__}: {exc}"]))
+    try:
+        done(features_table(device, args.runs))
+    except Exception as exc:
+        done(Section("gpu-features", notes=[f"failed: {type(exc).__name__}: {exc}"]))
     for section in other_scripts(args.script_timeout, args.runs):
         done(section)
     return 0
