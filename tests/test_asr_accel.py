@@ -197,6 +197,14 @@ def test_a_card_without_kernels_in_this_build_is_skipped_even_with_more_memory()
     assert "passed over GPU 0" in choice.reason and "no kernels for gfx1102" in choice.reason
 
 
+def test_an_hsa_override_makes_the_cards_stand_in_target_count():
+    rx6700 = GpuInfo(0, "AMD Radeon RX 6700 XT", "gfx1031", 12 * GB, False)
+    probe = TorchProbe("rocm", "", "2.9.1+rocm6.4", "6.4", "", (rx6700,), ROCM_ARCHS, "10.3.0")
+    assert choose_torch_device("auto", probe=probe).device == "cuda:0"
+    without = TorchProbe("rocm", "", "2.9.1+rocm6.4", "6.4", "", (rx6700,), ROCM_ARCHS)
+    assert choose_torch_device("auto", probe=without).device == "cpu"
+
+
 def test_an_integrated_gpu_serves_when_it_is_the_only_one_with_kernels():
     strix = GpuInfo(0, "AMD Radeon 8060S", "gfx1151", 64 * GB, True, integrated=True)
     choice = choose_torch_device("auto", probe=rocm_probe(strix, arch_list=("gfx1151",)))

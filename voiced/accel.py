@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import mmap
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -52,6 +53,7 @@ class TorchProbe:
     cuda_version: str = ""
     devices: tuple[GpuInfo, ...] = ()
     arch_list: tuple[str, ...] = ()  # torch.cuda.get_arch_list(): what this build has kernels for
+    hsa_override: str = ""  # HSA_OVERRIDE_GFX_VERSION, e.g. "10.3.0": kernels for gfx1030 serve
 
     @property
     def gpu(self) -> bool:
@@ -162,8 +164,16 @@ def probe_torch() -> TorchProbe:
     if not devices:
         return TorchProbe("cpu", f"torch {version} reports no {backend} device", version, hip, cuda)
     names = ", ".join(f"{d.name} ({d.arch})" for d in devices)
+    override = os.environ.get("HSA_OVERRIDE_GFX_VERSION", "") if hip else ""
     return TorchProbe(
-        backend, f"torch {version} sees {names}", version, hip, cuda, tuple(devices), arch_list
+        backend,
+        f"torch {version} sees {names}",
+        version,
+        hip,
+        cuda,
+        tuple(devices),
+        arch_list,
+        override,
     )
 
 
@@ -212,6 +222,23 @@ def has_kernels(arch: str, arch_list: Iterable[str]) -> bool:
     return False
 
 
+def override_arch(version: str) -> str:
+    """HSA_OVERRIDE_GFX_VERSION ``10.3.0`` -> ``gfx1030`` (the target whose kernels then run)."""
+    parts = version.strip().split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return ""
+    major, minor, stepping = (int(p) for p in parts)
+    return f"gfx{major}{minor}{stepping:x}"
+
+
+def covered(gpu: GpuInfo, probe: TorchProbe) -> bool:
+    """Whether this torch build can run on the GPU, counting an HSA override's target."""
+    if has_kernels(gpu.arch, probe.arch_list):
+        return True
+    target = override_arch(probe.hsa_override) if probe.hsa_override else ""
+    return bool(target) and has_kernels(target, probe.arch_list)
+
+
 def _gib(size: int) -> str:
     return f"{size / (1 << 30):.0f} GiB"
 
@@ -230,7 +257,7 @@ def pick_gpu(probe: TorchProbe) -> tuple[GpuInfo | None, str]:
     hipErrorNoBinaryForGpu); an integrated GPU only serves when no discrete one can; among
     the rest the one with the most memory wins (the lowest index on a tie).
     """
-    usable = [d for d in probe.devices if has_kernels(d.arch, probe.arch_list)]
+    usable = [d for d in probe.devices if covered(d, probe)]
     discrete = [d for d in usable if not d.integrated]
     pool = discrete or usable
     passed = []
@@ -421,7 +448,7 @@ def choose_torch_device(
                 f"device {requested!r} requested but torch has only "
                 f"{len(probe.devices)} GPU(s): {', '.join(d.name for d in probe.devices)}"
             )
-        if not has_kernels(gpu.arch, probe.arch_list):
+        if not covered(gpu, probe):
             raise DeviceError(
                 f"device {requested!r} ({gpu.name} {gpu.arch}) has no kernels in this torch "
                 f"build (it has {', '.join(sorted({base_arch(a) for a in probe.arch_list}))})"

@@ -17,7 +17,7 @@ import inspect
 import logging
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -72,7 +72,7 @@ class WhisperTransformersOptions(WhisperOptions):
         "for the next ASR engine of the chain, which is faster on the CPU, and run on the CPU "
         "only when none follows; cpu = always run here on the CPU",
     )
-    window_buckets: list[int] | None = Field(
+    window_buckets: list[Annotated[int, Field(ge=1, le=FULL_WINDOW_S)]] | None = Field(
         None,
         description="fitted windows are rounded up to these seconds and each is warmed up at "
         "load; default: 5, 10, 15, 20, 30 on a ROCm GPU (MIOpen tunes every new shape), "
@@ -164,13 +164,11 @@ class WhisperTransformersAsr:
         if not self.buckets:
             self._transcribe(noise, "en", warmup=True)
             return []
-        torch = self._torch
-        language = None if self.multilingual else "en"
-        with torch.inference_mode():
+        with self._torch.inference_mode():
             for window in self.buckets:
                 encoded = self._encode(self._features(noise, window))
                 timestamps = window < FULL_WINDOW_S
-                self._greedy(encoded, self._prompt(language or "en", timestamps), timestamps, 4)
+                self._greedy(encoded, self._prompt("en", timestamps), timestamps, 4)
         self._synchronize()
         return list(self.buckets)
 
