@@ -256,9 +256,46 @@ def _package(root, libs: list[str]):
     return package
 
 
+def _elf(path, sections: list[str]) -> None:
+    """A 64-bit ELF file whose section header table names ``sections`` (plus .shstrtab)."""
+    import struct
+
+    names = b"\0" + b"".join(n.encode() + b"\0" for n in [*sections, ".shstrtab"])
+    offsets = [0]
+    for name in [*sections, ".shstrtab"]:
+        offsets.append(names.index(name.encode() + b"\0"))
+    strtab_at = 64
+    table_at = strtab_at + len(names)
+    headers = b"".join(
+        struct.pack("<IIQQQQIIQQ", o, 3 if i == len(offsets) - 1 else 1, 0, 0,
+                    strtab_at if i == len(offsets) - 1 else 0,
+                    len(names) if i == len(offsets) - 1 else 0, 0, 0, 1, 0)
+        for i, o in enumerate(offsets)
+    )  # fmt: skip
+    ident = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    header = ident + struct.pack(
+        "<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, table_at, 0, 64, 0, 0, 64, len(offsets), len(offsets) - 1
+    )
+    path.write_bytes(header + names + headers)
+
+
 def test_a_ctranslate2_bundling_hip_libraries_is_a_rocm_build(tmp_path):
     package = _package(tmp_path, ["libctranslate2-1.so.4.7.1", "libamdhip64-2.so.7"])
     assert ct2_build(package) == "rocm"
+
+
+@pytest.mark.parametrize(
+    ("sections", "build"),
+    [
+        ([".text", ".hip_fatbin", ".rodata"], "rocm"),
+        ([".text", ".nv_fatbin", ".nvFatBinSegment"], "cuda"),
+        ([".text", ".rodata"], "cpu"),
+    ],
+)
+def test_the_core_librarys_device_code_section_tells_the_build(tmp_path, sections, build):
+    package = _package(tmp_path, [])
+    _elf(tmp_path / "ctranslate2.libs" / "libctranslate2-abc.so.4.7.1", sections)
+    assert ct2_build(package) == build
 
 
 def test_the_installed_pypi_ctranslate2_is_a_cuda_build():

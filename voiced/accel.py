@@ -15,11 +15,12 @@ fails: it picks the GPU when the library sees one and the CPU otherwise, with th
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import logging
-import mmap
 import os
 import re
+import struct
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -310,32 +311,60 @@ def probe_ctranslate2() -> Ct2Probe:
     return Ct2Probe(True, ct2_reason(version, build, count), version, count, types, build)
 
 
-_CT2_BUILD_NAMES = {"rocm": ("amdhip64", "hipblas", "rocblas"), "cuda": ("cublas", "cudart")}
+_CT2_BUNDLED = {"rocm": ("amdhip64", "hipblas", "rocblas"), "cuda": ("cublas", "cudart")}
+# GPU code lives in its own ELF sections: HIP's offload bundle, or CUDA's fat binary
+_FATBIN_SECTIONS = {
+    "rocm": (".hip_fatbin", ".hipFatBinSegment"),
+    "cuda": (".nv_fatbin", ".nvFatBinSegment"),
+}
 
 
+@functools.lru_cache(maxsize=8)
 def ct2_build(package_dir: Path) -> str:
     """Which GPU runtime a CTranslate2 install is built for: "rocm", "cuda" or "cpu".
 
-    Both builds answer ``get_cuda_device_count()``; the HIP build links libamdhip64 and
-    hipBLAS. Bundled libraries (``ctranslate2.libs``) are told by name; otherwise the core
-    library is searched for the names of the libraries it loads.
+    Both builds answer ``get_cuda_device_count()``. Bundled libraries (``ctranslate2.libs``)
+    are told by name; otherwise the core library's ELF sections say whether it carries HIP or
+    CUDA device code ("" when there is no library to read).
     """
     folders = [package_dir, package_dir.parent / f"{package_dir.name}.libs"]
     files = [f for d in folders if d.is_dir() for f in d.iterdir() if f.is_file()]
-    for build, names in _CT2_BUILD_NAMES.items():
+    for build, names in _CT2_BUNDLED.items():
         if any(n in f.name for f in files for n in names):
             return build
     cores = [f for f in files if f.name.startswith(("libctranslate2", "_ext"))]
-    found: set[str] = set()
-    for core in cores:
-        try:
-            with core.open("rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                for build, names in _CT2_BUILD_NAMES.items():
-                    if any(mm.find(f"lib{n}".encode()) >= 0 for n in names):
-                        found.add(build)
-        except (OSError, ValueError):
-            continue
-    return "rocm" if "rocm" in found else "cuda" if "cuda" in found else "cpu" if cores else ""
+    sections = {name for core in cores for name in elf_sections(core)}
+    for build, names in _FATBIN_SECTIONS.items():
+        if sections & set(names):
+            return build
+    return "cpu" if sections else ""
+
+
+def elf_sections(path: Path) -> list[str]:
+    """The section names of a 64-bit little-endian ELF file; [] for anything else."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return []
+            (offset,) = struct.unpack_from("<Q", head, 0x28)
+            entry, count, names_index = struct.unpack_from("<HHH", head, 0x3A)
+            fh.seek(offset)
+            table = fh.read(entry * count)
+            if entry < 64 or len(table) < entry * count or names_index >= count:
+                return []
+            name_offset, name_size = struct.unpack_from("<QQ", table, names_index * entry + 24)
+            fh.seek(name_offset)
+            names = fh.read(name_size)
+    except OSError:
+        return []
+    found = []
+    for i in range(count):
+        (start,) = struct.unpack_from("<I", table, i * entry)
+        end = names.find(b"\0", start)
+        if 0 <= start < len(names) and end > start:
+            found.append(names[start:end].decode("ascii", "replace"))
+    return found
 
 
 def ct2_reason(version: str, build: str, count: int) -> str:
