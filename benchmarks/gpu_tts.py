@@ -1,8 +1,9 @@
 """TTS on a GPU machine (CUDA stands in for ROCm): what runs where, and how fast.
 
 1. onnxruntime: version and the execution providers it offers.
-2. piper: the bundled voice on the CUDA provider (needs onnxruntime-gpu) beside the CPU
-   provider, same text, same run; if the provider is missing, says so and times the CPU only.
+2. piper: the bundled voice on the CUDA provider (needs onnxruntime-gpu) or the AMD one
+   (MIGraphX, onnxruntime-migraphx) beside the CPU provider, same text, same run; if no GPU
+   provider is offered, says so and times the CPU only.
 3. vits-transformers: random VITS models (tiny, and MMS-TTS-sized: transformers' default
    VitsConfig has MMS's architecture) on cuda float16 vs cpu float32. Random weights: timing
    and placement only, the audio is noise. RTF = synthesis seconds / audio seconds.
@@ -56,10 +57,13 @@ def piper_section(runs: int) -> dict[str, Any]:
     devices = ["cpu"]
     if "CUDAExecutionProvider" in probe.providers:
         devices.insert(0, "cuda")
-    else:
+    if {"MIGraphXExecutionProvider", "ROCMExecutionProvider"} & set(probe.providers):
+        devices.insert(0, "rocm")
+    if devices == ["cpu"]:
         note = (
-            "no CUDAExecutionProvider: install onnxruntime-gpu (same version) in place of "
-            "onnxruntime to run piper on the GPU; timing the CPU only"
+            "no GPU execution provider: install onnxruntime-gpu (NVIDIA) or "
+            "onnxruntime-migraphx (AMD) in place of onnxruntime to run piper on the GPU; "
+            "timing the CPU only"
         )
         out["note"] = note
         print(note)

@@ -1,10 +1,12 @@
 """TTS engine ``piper``: Piper voices on ONNX Runtime, on the CPU or a ROCm/CUDA GPU.
 
 The execution provider is chosen by asking ONNX Runtime which providers it actually offers
-(``onnxruntime`` on the CPU, ``onnxruntime-rocm`` for ROCm/MIGraphX, ``onnxruntime-gpu`` for
-CUDA) and then checking which ones the session really took: ONNX Runtime quietly drops a GPU
-provider whose libraries fail to load. ``PiperVoice.load(use_cuda=...)`` only knows CUDA, so
-the session is built here with the provider list and handed to ``PiperVoice``.
+(``onnxruntime`` on the CPU, ``onnxruntime-migraphx`` for AMD GPUs, ``onnxruntime-gpu`` for
+CUDA; the ROCm provider of the deprecated ``onnxruntime-rocm``, which stops at 1.22, is still
+used where it is installed) and then checking which ones the session really took: ONNX Runtime
+quietly drops a GPU provider whose libraries fail to load. ``PiperVoice.load(use_cuda=...)``
+only knows CUDA, so the session is built here with the provider list and handed to
+``PiperVoice``.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ from voiced.hookspecs import hookimpl
 log = logging.getLogger(__name__)
 
 BUNDLED_VOICE = "en_US-joe-medium"
+# MIGraphX (onnxruntime-migraphx) is AMD's supported provider; the ROCm one (onnxruntime-rocm,
+# last release 1.22) goes first only where a build still offers both: MIGraphX compiles the
+# graph again for every new input length, and every sentence has one.
 _ROCM = ("ROCMExecutionProvider", "MIGraphXExecutionProvider")
 _CUDA = ("CUDAExecutionProvider",)
-_GPU_PACKAGE = {"rocm": "onnxruntime-rocm", "cuda": "onnxruntime-gpu"}
+_GPU_PACKAGE = {"rocm": "onnxruntime-migraphx", "cuda": "onnxruntime-gpu"}
 # cuDNN's exhaustive algorithm search runs again for every new input length (every sentence).
 _PROVIDER_OPTIONS: dict[str, dict[str, str]] = {
     "CUDAExecutionProvider": {"cudnn_conv_algo_search": "HEURISTIC"}
@@ -72,7 +77,8 @@ class ProviderChoice:
 def choose_providers(requested: str, available: Sequence[str]) -> ProviderChoice:
     """Pick ONNX Runtime execution providers for a device request from what is available.
 
-    "auto" prefers ROCm, then MIGraphX, then CUDA, else the CPU (with the reason). An explicit
+    "auto" prefers the AMD providers (the deprecated ROCm one, where a build still has it, then
+    MIGraphX), then CUDA, else the CPU (with the reason). An explicit
     "rocm" or "cuda" that the installed onnxruntime cannot serve raises :class:`DeviceError`
     naming the package to install; the CPU provider always stays last as ONNX Runtime's own
     fallback for operators the GPU provider lacks.
@@ -95,12 +101,13 @@ def choose_providers(requested: str, available: Sequence[str]) -> ProviderChoice
         return ProviderChoice(
             ["CPUExecutionProvider"],
             "cpu",
-            f"no GPU execution provider in onnxruntime (offers: {offered}); install "
-            "onnxruntime-rocm (AMD) or onnxruntime-gpu (NVIDIA) instead of onnxruntime for a GPU",
+            f"no GPU execution provider in onnxruntime (offers: {offered}); for a GPU install "
+            "onnxruntime-migraphx (AMD) or onnxruntime-gpu (NVIDIA) in place of onnxruntime",
         )
     raise DeviceError(
         f"piper device {requested!r} requested but onnxruntime offers only {offered}; "
-        f"replace onnxruntime with {_GPU_PACKAGE[requested]} (same version), or use device "
+        f"replace onnxruntime with {_GPU_PACKAGE[requested]} (pip uninstall -y onnxruntime "
+        f"{_GPU_PACKAGE[requested]}; pip install {_GPU_PACKAGE[requested]}), or use device "
         "'auto' to fall back to the CPU"
     )
 
@@ -278,5 +285,5 @@ def voiced_register_stages(register: Any) -> None:
         "piper",
         PiperTts,
         options=PiperOptions,
-        description="Piper voices on ONNX Runtime (CPU, ROCm/MIGraphX or CUDA provider)",
+        description="Piper voices on ONNX Runtime (CPU, MIGraphX or CUDA provider)",
     )

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.accel import choose_torch_device
+from voiced.accel import choose_torch_device, from_pretrained_dtype
 from voiced.audio import AudioChunk, AudioFormat, float_to_pcm16
 from voiced.hookspecs import hookimpl
 
@@ -70,6 +70,7 @@ class VitsTts:
     def load(self) -> None:
         try:
             import torch
+            import transformers
             from transformers import VitsModel, VitsTokenizer
         except ImportError as exc:
             raise ImportError(
@@ -81,7 +82,9 @@ class VitsTts:
         source, local_only = self._source()
         try:
             model = VitsModel.from_pretrained(
-                source, local_files_only=local_only, dtype=getattr(torch, choice.dtype)
+                source,
+                local_files_only=local_only,
+                **from_pretrained_dtype(transformers.__version__, getattr(torch, choice.dtype)),
             )
         except OSError as exc:
             raise ModelNotFoundError(self._not_found(source, local_only, exc)) from exc
@@ -151,11 +154,26 @@ class VitsTts:
             )
         inputs = {k: v.to(self.device) for k, v in inputs.items()}
         with self._lock, torch.inference_mode():
-            if self.options.seed is not None:
-                torch.manual_seed(self.options.seed)
-            waveform = self._model(**inputs).waveform[0]
+            waveform = self._waveform(inputs)
+            if self.dtype != "float32" and not bool(torch.isfinite(waveform).all()):
+                self._upcast(f"{self.dtype} output had NaN/inf for {text[:40]!r}")
+                waveform = self._waveform(inputs)
         samples = waveform.float().cpu().numpy().astype(np.float32, copy=False)
         return AudioChunk(float_to_pcm16(samples), self.format)
+
+    def _waveform(self, inputs: dict[str, Any]) -> Any:
+        import torch
+
+        if self.options.seed is not None:
+            torch.manual_seed(self.options.seed)
+        return self._model(**inputs).waveform[0]
+
+    def _upcast(self, why: str) -> None:
+        """Half precision overflowed: this model runs in float32 from now on (said once)."""
+        log.warning("vits: %s; running in float32 from now on", why)
+        self._model = self._model.float()
+        self.dtype = "float32"
+        self.info |= {"dtype": "float32", "upcast": why}
 
     def close(self) -> None:
         self._model = None

@@ -204,11 +204,25 @@ def test_a_matmul_that_aborts_with_no_binary_yields_the_override_fix():
     assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in check.fix
 
 
-def test_a_matmul_with_wrong_numbers_fails_and_a_correct_one_passes():
-    good = {"device": "Radeon", "max_rel_error": 0.0004, "tflops": 21.5}
-    assert matmul_check(good, 0, "", "gfx1100", hip=True).ok is True
-    bad = {**good, "max_rel_error": 0.9}
-    assert matmul_check(bad, 0, "", "gfx1100", hip=True).ok is False
+def test_wrong_numbers_from_any_fp16_op_fail_and_right_ones_pass():
+    errors = {"matmul": 0.0004, "conv1d": 0.0005, "attention": 0.0007}
+    good = {"device": "Radeon", "errors": errors, "tflops": 21.5}
+    check = matmul_check(good, 0, "", "gfx1100", hip=True)
+    assert check.ok is True
+    assert all(op in check.detail for op in ("matmul", "conv1d", "attention"))
+    for op, value in (("conv1d", 0.9), ("attention", float("nan"))):
+        bad = {**good, "errors": {**errors, op: value}}
+        check = matmul_check(bad, 0, "", "gfx1100", hip=True)
+        assert check.ok is False and op in check.detail
+
+
+@pytest.mark.slow
+def test_the_fp16_script_computes_matmul_conv1d_and_attention_within_tolerance():
+    # the same child the doctor runs, on the CPU here (torch has fp16 kernels for all three)
+    result, code, stderr = run_matmul(device="cpu")
+    assert code == 0, stderr
+    assert set(result["errors"]) == {"matmul", "conv1d", "attention"}
+    assert matmul_check(result, code, stderr, "", hip=False).ok is True
 
 
 @pytest.mark.slow
@@ -219,7 +233,7 @@ def test_the_gpu_matmul_runs_in_a_child_process_and_fails_cleanly_without_a_gpu(
     assert result is None and code != 0
     check = matmul_check(result, code, stderr, "", hip=False)
     assert check.ok is False
-    assert "CUDA" in check.detail or "cuda" in check.detail
+    assert "no usable GPU" in check.detail
 
 
 @pytest.mark.gpu
@@ -266,21 +280,95 @@ def test_matching_torch_and_torchaudio_pass():
     assert torchaudio_check(ROCM_TORCH, "2.5.1+rocm6.2", None, "2.5.1").ok is True
 
 
+ROCM_TORCH_29 = TorchProbe("rocm", "", "2.9.1+rocm6.4", "6.4.43482", "", ROCM_TORCH.devices)
+
+
+def test_torchaudio_2_9_without_a_pin_or_a_tag_passes_for_the_same_torch_release():
+    # torchaudio >= 2.9: no torch== in its metadata, no +rocm tag in its version
+    assert torchaudio_check(ROCM_TORCH_29, "2.9.1", None, None).ok is True
+
+
+def test_torchaudio_2_9_for_another_torch_release_fails_with_the_rocm_reinstall():
+    check = torchaudio_check(ROCM_TORCH_29, "2.11.1", None, None)
+    assert check.ok is False
+    assert "belongs to torch 2.11" in check.detail
+    assert "torch==2.9.1 torchaudio --index-url https://download.pytorch.org/whl/rocm6.4" in (
+        check.fix
+    )
+
+
 # -- engines ---------------------------------------------------------------------------------
 
 
-def test_ctranslate2_on_an_amd_machine_is_said_to_run_on_the_cpu():
-    ct2 = accel.probe_ctranslate2()  # the real library: no CUDA here, as on any AMD box
-    checks = engine_checks(ct2, accel.probe_onnxruntime(), ROCM_TORCH)
-    detail = by_name(checks, "CTranslate2").detail
-    assert "no ROCm build" in detail and "runs on the CPU" in detail
+def test_the_pypi_ctranslate2_on_an_amd_machine_runs_on_the_cpu_and_names_the_rocm_wheels():
+    ct2 = accel.probe_ctranslate2()  # the real PyPI library: a CUDA build that sees no GPU
+    check = by_name(engine_checks(ct2, accel.probe_onnxruntime(), ROCM_TORCH), "CTranslate2")
+    assert ct2.build == "cuda"
+    assert "CUDA build" in check.detail and "runs on the CPU" in check.detail
+    assert check.ok is None and "release" in check.fix and "not on PyPI" in check.fix
 
 
-def test_onnxruntime_without_a_gpu_provider_on_a_gpu_machine_is_a_warning():
-    onnx = OnnxProbe(True, "", "1.20.0", ("CPUExecutionProvider",))
+def test_a_rocm_build_of_ctranslate2_is_reported_as_rocm():
+    ct2 = Ct2Probe(
+        True, "", "4.7.1", 1, {"cpu": ("int8",), "cuda": ("float16", "int8_float16")}, "rocm"
+    )
+    check = by_name(engine_checks(ct2, accel.probe_onnxruntime(), ROCM_TORCH), "CTranslate2")
+    assert check.ok is True
+    assert "ROCm/HIP build" in check.detail and "1 ROCm device" in check.detail
+
+
+def test_onnxruntime_without_a_gpu_provider_on_an_amd_machine_points_to_migraphx():
+    onnx = OnnxProbe(True, "", "1.20.0", ("CPUExecutionProvider",), ("onnxruntime",))
     check = by_name(engine_checks(accel.probe_ctranslate2(), onnx, ROCM_TORCH), "ONNX Runtime")
     assert check.ok is None
-    assert "onnxruntime-rocm" in check.fix
+    assert "pip install onnxruntime-migraphx" in check.fix and "deprecated" in check.fix
+
+
+def test_plain_onnxruntime_installed_over_migraphx_is_a_failure_with_the_reinstall():
+    onnx = OnnxProbe(
+        True,
+        "",
+        "1.23.2",
+        ("AzureExecutionProvider", "CPUExecutionProvider"),
+        ("onnxruntime", "onnxruntime-migraphx"),
+    )
+    checks = engine_checks(accel.probe_ctranslate2(), onnx, ROCM_TORCH)
+    check = by_name(checks, "onnxruntime distributions")
+    assert check.ok is False and "plain onnxruntime's files won" in check.detail
+    assert check.fix.startswith(
+        "pip uninstall -y onnxruntime onnxruntime-migraphx && pip install onnxruntime-migraphx"
+    )
+
+
+def test_both_onnxruntime_dists_with_the_gpu_files_on_top_is_a_warning():
+    onnx = OnnxProbe(
+        True,
+        "",
+        "1.23.2",
+        ("MIGraphXExecutionProvider", "CPUExecutionProvider"),
+        ("onnxruntime", "onnxruntime-migraphx"),
+    )
+    check = by_name(
+        engine_checks(accel.probe_ctranslate2(), onnx, ROCM_TORCH), "onnxruntime distributions"
+    )
+    assert check.ok is None and "next upgrade" in check.detail
+
+
+def test_one_onnxruntime_distribution_needs_no_check():
+    onnx = accel.probe_onnxruntime()  # the real one: plain onnxruntime only
+    assert onnx.distributions == ("onnxruntime",)
+    names = [c.name for c in engine_checks(accel.probe_ctranslate2(), onnx, CPU_TORCH)]
+    assert "onnxruntime distributions" not in names
+
+
+def test_the_gpu_check_names_the_card_the_engines_use_and_why():
+    igpu = GpuInfo(0, "AMD Radeon Graphics", "gfx1036", 2 << 30, integrated=True)
+    dgpu = GpuInfo(1, "AMD Radeon RX 7900 XTX", "gfx1100", 24 << 30, bf16=True)
+    probe = TorchProbe("rocm", "", "2.9.1+rocm6.4", "6.4", "", (igpu, dgpu), ("gfx1100",))
+    hw = scan_hardware(Path("/nonexistent"), Path("/nonexistent"))
+    check = by_name(gpu_checks(probe, hw, ALICE, gpu_wanted=True, matmul=False), "GPU")
+    assert "torch engines use cuda:1" in check.detail
+    assert "passed over GPU 0: AMD Radeon Graphics" in check.detail
 
 
 def test_the_cpu_path_fails_when_ctranslate2_is_unusable():

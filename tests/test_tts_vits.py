@@ -8,7 +8,6 @@ shape and rate, not how it sounds.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from tiny_vits import build_tiny_vits  # noqa: E402
 from voiced_plugins.tts_vits import (  # noqa: E402
     ModelNotFoundError,
     TtsInputError,
@@ -28,47 +28,6 @@ from voiced_plugins.tts_vits import (  # noqa: E402
 from voiced.accel import DeviceError  # noqa: E402
 
 RATE = 24000  # not MMS's 16 kHz, so the engine must read the rate from the model
-
-
-def build_tiny_vits(folder: Path, sampling_rate: int = RATE) -> Path:
-    """Write a tiny random VITS model plus a character tokenizer to ``folder``."""
-    from transformers import VitsConfig, VitsModel, VitsTokenizer
-
-    folder.mkdir(parents=True, exist_ok=True)
-    chars = list("_ abcdefghijklmnopqrstuvwxyz'-.,?!")
-    vocab = {c: i for i, c in enumerate(chars)} | {"<unk>": len(chars)}
-    (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    tokenizer = VitsTokenizer(
-        str(folder / "vocab.json"),
-        pad_token="_",
-        unk_token="<unk>",
-        phonemize=False,
-        add_blank=True,
-        normalize=True,
-    )
-    tokenizer.save_pretrained(folder)
-    config = VitsConfig(
-        vocab_size=len(vocab),
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        ffn_dim=32,
-        flow_size=16,
-        spectrogram_bins=33,
-        upsample_initial_channel=16,
-        resblock_kernel_sizes=[3],
-        resblock_dilation_sizes=[[1, 3, 5]],
-        duration_predictor_filter_channels=16,
-        duration_predictor_num_flows=1,
-        prior_encoder_num_flows=1,
-        prior_encoder_num_wavenet_layers=1,
-        posterior_encoder_num_wavenet_layers=1,
-        depth_separable_num_layers=1,
-        sampling_rate=sampling_rate,
-    )
-    torch.manual_seed(0)
-    VitsModel(config).save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +91,28 @@ def test_on_a_gpu_the_model_runs_in_float16(tiny_model: Path) -> None:
     tts.load()
     assert next(tts._model.parameters()).dtype == torch.float16
     assert tts.synthesize("Lights on.").format.rate == RATE
+
+
+@pytest.mark.slow
+def test_half_precision_that_overflows_falls_back_to_float32_and_says_why(
+    tiny_model: Path, caplog
+) -> None:
+    tts = VitsTts(VitsOptions(model=str(tiny_model), device="cpu", seed=1))
+    tts.load()
+    # the model as a GPU runs it, with a layer whose activations overflow float16 (> 65504)
+    tts._model.half()
+    tts.dtype = "float16"
+    with torch.no_grad():
+        tts._model.decoder.conv_pre.weight.mul_(3e4)
+    inputs = tts._tokenizer("Turn on the lights.", return_tensors="pt")
+    with torch.inference_mode():
+        assert not torch.isfinite(tts._model(**inputs).waveform).all()
+    with caplog.at_level("WARNING"):
+        chunk = tts.synthesize("Turn on the lights.")
+    assert tts.dtype == "float32" and next(tts._model.parameters()).dtype == torch.float32
+    assert "NaN/inf" in tts.info["upcast"] and "float32 from now on" in caplog.text
+    samples = chunk.to_array()
+    assert np.isfinite(samples).all() and np.abs(samples).max() > 0
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")

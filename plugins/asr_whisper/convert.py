@@ -270,7 +270,7 @@ def convert_ct2_to_transformers(src: str | Path, dst: str | Path) -> Path:
             WhisperConfig,
             WhisperFeatureExtractor,
             WhisperProcessor,
-            WhisperTokenizer,
+            WhisperTokenizerFast,  # transformers 4.x: the slow class wants vocab.json
         )
     except ImportError as exc:
         raise ConversionError(
@@ -342,7 +342,7 @@ def convert_ct2_to_transformers(src: str | Path, dst: str | Path) -> Path:
         }
     generation.save_pretrained(dst)
 
-    tokenizer = WhisperTokenizer(
+    tokenizer = WhisperTokenizerFast(
         tokenizer_file=str(src / "tokenizer.json"),
         bos_token="<|endoftext|>",
         eos_token="<|endoftext|>",

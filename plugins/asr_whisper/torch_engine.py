@@ -6,6 +6,9 @@ rules) rather than ``generate()``: it costs less per token, gives the no-speech 
 for free, and lets the encoder run on a window sized to the utterance, which transformers'
 ``WhisperEncoder.forward`` refuses (it insists on 3000 frames). Beam search goes through
 ``generate()`` on the full 30-second window.
+
+On a ROCm GPU every new input shape makes MIOpen search for its convolution kernels (seconds
+on first use), so fitted windows are rounded up to a few buckets, each warmed up at load.
 """
 
 from __future__ import annotations
@@ -14,12 +17,12 @@ import inspect
 import logging
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
 
-from voiced.accel import choose_torch_device
+from voiced.accel import DeviceError, choose_torch_device, from_pretrained_dtype
 from voiced.intents import Transcript
 
 from .common import (
@@ -32,12 +35,25 @@ from .common import (
     too_quiet,
     window_seconds,
 )
+from .log_mel import LogMel
 from .models import ModelError, default_cache_dir, load_error, resolve_transformers
 from .segments import spoken_text
 
 log = logging.getLogger(__name__)
 
 MAX_INITIAL_TIMESTAMP_S = 1.0
+ROCM_WINDOW_BUCKETS = (5, 10, 15, 20, 30)
+
+
+def bucket_window(window: int, buckets: tuple[int, ...]) -> int:
+    """The smallest bucket that holds a window (the window itself when none is set)."""
+    return next((b for b in sorted(buckets) if b >= window), window) if buckets else window
+
+
+def later_engines(app: Any, name: str) -> list[str]:
+    """The ASR engines configured after ``name`` in the app's fallback chain."""
+    chain = list(getattr(getattr(getattr(app, "settings", None), "pipeline", None), "asr", []))
+    return chain[chain.index(name) + 1 :] if name in chain else []
 
 
 class WhisperTransformersOptions(WhisperOptions):
@@ -49,6 +65,18 @@ class WhisperTransformersOptions(WhisperOptions):
     )
     cpu_threads: int = Field(
         0, ge=0, description="torch intra-op threads; 0 leaves torch's default"
+    )
+    when_no_gpu: Literal["defer", "cpu"] = Field(
+        "defer",
+        description="device auto without a usable GPU: defer = step aside (with the reason) "
+        "for the next ASR engine of the chain, which is faster on the CPU, and run on the CPU "
+        "only when none follows; cpu = always run here on the CPU",
+    )
+    window_buckets: list[Annotated[int, Field(ge=1, le=FULL_WINDOW_S)]] | None = Field(
+        None,
+        description="fitted windows are rounded up to these seconds and each is warmed up at "
+        "load; default: 5, 10, 15, 20, 30 on a ROCm GPU (MIOpen tunes every new shape), "
+        "none elsewhere; [] turns it off",
     )
 
 
@@ -65,12 +93,15 @@ class WhisperTransformersAsr:
         self.reason = ""
         self.model: Any = None
         self._torch: Any = None
+        self.buckets: tuple[int, ...] = ()
+        self._log_mel: LogMel | None = None
 
     # -- loading ---------------------------------------------------------------------------
 
     def load(self) -> None:
         try:
             import torch
+            import transformers
             from transformers import WhisperForConditionalGeneration, WhisperProcessor
         except ImportError as exc:
             raise ModelError(
@@ -79,6 +110,13 @@ class WhisperTransformersAsr:
             ) from exc
         opts = self.options
         choice = choose_torch_device(opts.device, opts.dtype)
+        if choice.device == "cpu" and opts.device == "auto" and opts.when_no_gpu == "defer":
+            after = later_engines(self.app, getattr(self, "stage_name", self.name))
+            if after:
+                raise DeviceError(
+                    f"{choice.reason}; {after[0]} serves on the CPU (set when_no_gpu = "
+                    '"cpu" to run this engine there anyway)'
+                )
         cache = Path(opts.cache_dir).expanduser() if opts.cache_dir else default_cache_dir()
         source, local = resolve_transformers(opts.model, cache)
         if opts.cpu_threads:
@@ -86,7 +124,7 @@ class WhisperTransformersAsr:
         try:
             model = WhisperForConditionalGeneration.from_pretrained(
                 source,
-                dtype=getattr(torch, choice.dtype),
+                **from_pretrained_dtype(transformers.__version__, getattr(torch, choice.dtype)),
                 attn_implementation="sdpa",
                 local_files_only=local or not opts.allow_download,
             )
@@ -103,13 +141,41 @@ class WhisperTransformersAsr:
             if "cache" in inspect.signature(model.model.decoder.forward).parameters
             else "past_key_values"
         )
+        # transformers 4.x encoder layers take a (required) head mask, 5.x none
+        layer_params = inspect.signature(model.model.encoder.layers[0].forward).parameters
+        self._layer_kw = {"layer_head_mask": None} if "layer_head_mask" in layer_params else {}
         self._setup_tokens()
+        extractor = self.processor.feature_extractor
+        if self.device.startswith("cuda") and not getattr(extractor, "dither", 0.0):
+            self._log_mel = LogMel(extractor, self.device)
+        if opts.window_buckets is not None:
+            self.buckets = tuple(sorted(set(opts.window_buckets)))
+        elif choice.backend == "rocm":
+            self.buckets = ROCM_WINDOW_BUCKETS
         log.info(
             "%s: %s on %s %s (%s)", self.name, opts.model, self.device, self.dtype, choice.reason
         )
         if opts.warmup:
-            warm = np.random.default_rng(0).normal(0, 0.01, SAMPLE_RATE).astype(np.float32)
-            self._transcribe(warm, "en", warmup=True)
+            self.warm_up()
+
+    def warm_up(self) -> list[int]:
+        """Run each window shape once (MIOpen and cuDNN pick their kernels on first use)."""
+        noise = np.random.default_rng(0).normal(0, 0.01, SAMPLE_RATE).astype(np.float32)
+        if not self.buckets:
+            self._transcribe(noise, "en", warmup=True)
+            return []
+        with self._torch.inference_mode():
+            for window in self.buckets:
+                encoded = self._encode(self._features(noise, window))
+                timestamps = window < FULL_WINDOW_S
+                self._greedy(encoded, self._prompt("en", timestamps), timestamps, 4)
+        self._synchronize()
+        return list(self.buckets)
+
+    def _synchronize(self) -> None:
+        """Wait for the GPU, so that a timing covers the work it names."""
+        if self.device.startswith("cuda"):
+            self._torch.cuda.synchronize(self.device)
 
     def _setup_tokens(self) -> None:
         tok = self.processor.tokenizer
@@ -157,6 +223,8 @@ class WhisperTransformersAsr:
     def _features(self, samples: np.ndarray, window: int) -> Any:
         padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
         padded[: len(samples)] = samples[: len(padded)]
+        if self._log_mel is not None:  # on the GPU: computed there, no round trip
+            return self._log_mel(padded).to(getattr(self._torch, self.dtype))
         features = self.processor.feature_extractor(
             padded, sampling_rate=SAMPLE_RATE, padding="longest", return_tensors="pt"
         ).input_features[..., : window * 100]
@@ -169,7 +237,7 @@ class WhisperTransformersAsr:
         hidden = gelu(enc.conv2(gelu(enc.conv1(features)))).permute(0, 2, 1)
         hidden = hidden + enc.embed_positions.weight[: hidden.shape[1]]
         for layer in enc.layers:
-            out = layer(hidden, None)
+            out = layer(hidden, None, **self._layer_kw)
             hidden = out[0] if isinstance(out, tuple) else out
         return enc.layer_norm(hidden)
 
@@ -220,8 +288,10 @@ class WhisperTransformersAsr:
             logits[:tb] = inf
             logits[tb + int(MAX_INITIAL_TIMESTAMP_S / 0.02) + 1 :] = inf
         logprobs = self._torch.log_softmax(logits, dim=-1)
-        if self._torch.logsumexp(logprobs[tb:], dim=-1) > logprobs[:tb].max():
-            logits[:tb] = inf
+        # as a mask, not an `if`: a Python branch on a GPU value waits for the device
+        logits[:tb].masked_fill_(
+            self._torch.logsumexp(logprobs[tb:], dim=-1) > logprobs[:tb].max(), inf
+        )
 
     def _greedy(
         self, encoded: Any, prompt: list[int], timestamps: bool, budget: int
@@ -231,7 +301,8 @@ class WhisperTransformersAsr:
         no_speech_prob = float(torch.softmax(logits[0], dim=-1)[self.no_speech_id])
         step_logits = logits[-1]
         tokens: list[int] = []
-        total = 0.0
+        # the sum stays on the device: one device->host copy per token (the token id)
+        total = torch.zeros((), dtype=torch.float32, device=step_logits.device)
         suppress = torch.tensor(self.suppress, device=step_logits.device)
         begin = torch.tensor(self.begin_suppress, device=step_logits.device)
         for _ in range(min(budget, self.max_length - len(prompt))):
@@ -240,14 +311,15 @@ class WhisperTransformersAsr:
                 step_logits[begin] = float("-inf")
             if timestamps:
                 self._timestamp_rules(step_logits, tokens)
-            token = int(torch.argmax(step_logits))
-            total += float(torch.log_softmax(step_logits, dim=-1)[token])
+            best = torch.argmax(step_logits)
+            total += torch.log_softmax(step_logits, dim=-1)[best]
+            token = int(best)
             if token == self.eot:
                 break
             tokens.append(token)
             logits, cache = self._step([token], encoded, cache)
             step_logits = logits[-1]
-        return tokens, total / (len(tokens) + 1), no_speech_prob
+        return tokens, float(total) / (len(tokens) + 1), no_speech_prob
 
     def _beam(self, features: Any, language: str | None) -> tuple[list[int], float]:
         kwargs: dict[str, Any] = {"task": self.options.task} if self.multilingual else {}
@@ -287,11 +359,14 @@ class WhisperTransformersAsr:
             )
         beam = opts.beam_size > 1
         window = FULL_WINDOW_S if beam else window_seconds(seconds, opts)
+        window = bucket_window(window, self.buckets)
         timestamps = window < FULL_WINDOW_S
         with torch.inference_mode():
             features = self._features(samples, window)
+            self._synchronize()
             t_features = time.perf_counter()
             encoded = self._encode(features)
+            self._synchronize()  # else the encoder's time is booked as decoding
             t_encode = time.perf_counter()
             if self.multilingual and language is None:
                 language, probability = self._detect_language(encoded)
@@ -317,8 +392,7 @@ class WhisperTransformersAsr:
             )
         else:
             text = decode(tokens, skip_special_tokens=True).strip()
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize()
+        self._synchronize()
         done = time.perf_counter()
         verdict = judge(text, avg_logprob, no_speech_prob, opts)
         data |= {

@@ -5,6 +5,40 @@ from __future__ import annotations
 from voiced.accel import Ct2Probe, OnnxProbe, TorchProbe
 from voiced.doctor.checks import Check
 
+CT2_ROCM_HINT = (
+    "CTranslate2's ROCm/HIP wheels are not on PyPI: they are assets of its GitHub releases "
+    "(4.7.0 on: the rocm-python-wheels zip for Linux); pip install the wheel for your Python "
+    "from it over the PyPI one"
+)
+
+
+def onnx_distributions_check(onnx: OnnxProbe) -> Check | None:
+    """Two onnxruntime distributions share one ``onnxruntime`` folder: the last one wins.
+
+    faster-whisper and piper-tts require plain ``onnxruntime``, so installing or upgrading
+    voiced puts its CPU-only files over an installed onnxruntime-migraphx or -gpu.
+    """
+    gpu = [d for d in onnx.distributions if d != "onnxruntime"]
+    if "onnxruntime" not in onnx.distributions or not gpu:
+        return None
+    lost = not any(
+        p not in ("CPUExecutionProvider", "AzureExecutionProvider") for p in onnx.providers
+    )
+    detail = f"both onnxruntime and {', '.join(gpu)} are installed; they share one folder" + (
+        ", and plain onnxruntime's files won: no GPU provider is offered"
+        if lost
+        else " (the GPU build's files are in place now, but the next upgrade of voiced, "
+        "faster-whisper or piper-tts puts plain onnxruntime back over them)"
+    )
+    return Check(
+        "onnxruntime distributions",
+        False if lost else None,
+        detail,
+        f"pip uninstall -y onnxruntime {' '.join(gpu)} && pip install {gpu[0]} "
+        "(again after each upgrade of voiced)",
+        section="engines",
+    )
+
 
 def engine_checks(ct2: Ct2Probe, onnx: OnnxProbe, torch_probe: TorchProbe) -> list[Check]:
     """CTranslate2, ONNX Runtime, and whether the CPU engines work."""
@@ -23,20 +57,30 @@ def engine_checks(ct2: Ct2Probe, onnx: OnnxProbe, torch_probe: TorchProbe) -> li
         )
     else:
         cpu_types = ", ".join(ct2.compute_types.get("cpu", ()))
+        build = {"rocm": "ROCm/HIP build", "cuda": "CUDA build", "cpu": "CPU build"}.get(
+            ct2.build, "build unknown"
+        )
+        ok: bool | None = True
+        fix = ""
         if ct2.cuda_device_count:
+            kind = "ROCm" if ct2.gpu_backend == "rocm" else "CUDA"
             detail = (
-                f"{ct2.version}: {ct2.cuda_device_count} CUDA device(s) "
+                f"{ct2.version} ({build}): {ct2.cuda_device_count} {kind} device(s) "
                 f"({', '.join(ct2.compute_types.get('cuda', ()))}); CPU: {cpu_types}"
             )
         else:
-            detail = f"{ct2.version}: CPU ({cpu_types}); no CUDA device"
-            if amd:
+            detail = f"{ct2.version} ({build}): CPU ({cpu_types}); no GPU"
+            if amd and ct2.build == "rocm":
+                ok = None
+                detail += ": the ROCm build sees no AMD GPU"
+                fix = "check /dev/kfd access and HSA_OVERRIDE_GFX_VERSION (see the GPU section)"
+            elif amd:
                 detail += (
-                    "; CTranslate2 has no ROCm build: on this AMD GPU the "
-                    "whisper-ctranslate2 engine runs on the CPU (use "
-                    "whisper-transformers for the GPU)"
+                    "; this CTranslate2 is the PyPI (CUDA) build: on this AMD GPU "
+                    "whisper-ctranslate2 runs on the CPU (whisper-transformers uses the GPU)"
                 )
-        checks.append(Check("CTranslate2", True, detail, section="engines"))
+                ok, fix = None, CT2_ROCM_HINT
+        checks.append(Check("CTranslate2", ok, detail, fix, section="engines"))
     if not onnx.available:
         checks.append(
             Check(
@@ -61,13 +105,16 @@ def engine_checks(ct2: Ct2Probe, onnx: OnnxProbe, torch_probe: TorchProbe) -> li
                 "TensorrtExecutionProvider",
             )
         ]
-        ok: bool | None = True
+        ok = True
         fix = ""
         if torch_probe.gpu and not gpu_providers:
             ok = None
             fix = (
-                "Piper runs on the CPU: for the GPU install onnxruntime-gpu (NVIDIA) or "
-                "onnxruntime-rocm / onnxruntime-migraphx (AMD) instead of onnxruntime"
+                "Piper runs on the CPU: for the GPU install onnxruntime-migraphx (AMD; "
+                "onnxruntime-rocm is deprecated, its last release is 1.22) or "
+                "onnxruntime-gpu (NVIDIA) in place of onnxruntime: pip uninstall -y "
+                "onnxruntime && pip install "
+                + ("onnxruntime-migraphx" if torch_probe.backend == "rocm" else "onnxruntime-gpu")
             )
         checks.append(
             Check(
@@ -78,6 +125,9 @@ def engine_checks(ct2: Ct2Probe, onnx: OnnxProbe, torch_probe: TorchProbe) -> li
                 section="engines",
             )
         )
+        dists = onnx_distributions_check(onnx)
+        if dists is not None:
+            checks.append(dists)
     cpu_ok = (
         ct2.available
         and "int8" in " ".join(ct2.compute_types.get("cpu", ()))

@@ -10,7 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from voiced.accel import base_arch
 from voiced.doctor.checks import Check
+
+# The wheel indexes of the current torch release (pytorch.org's install selector lists them;
+# torch >= 2.6, the gpu extra's floor, has none for ROCm older than 6.2.4).
+ROCM_TORCH_INDEX = "https://download.pytorch.org/whl/rocm7.2"
+CUDA_TORCH_INDEX = "https://download.pytorch.org/whl/cu128"
 
 # Consumer Radeons missing from ROCm's support list run the kernels of the nearest supported
 # target of the same generation when HSA_OVERRIDE_GFX_VERSION says so.
@@ -22,11 +28,6 @@ HSA_OVERRIDES = {
 
 
 GPU_ERRORS = ("hipErrorNoBinaryForGpu", "invalid device function", "no kernel image is available")
-
-
-def base_arch(arch: str) -> str:
-    """``gfx1031:sramecc-:xnack-`` -> ``gfx1031``."""
-    return arch.split(":", 1)[0].strip()
 
 
 def arch_from_target_version(version: int) -> str:
@@ -54,7 +55,7 @@ def rocm_override_fix(arch: str) -> str:
         return (
             f"no kernels for {base_arch(arch)} in this torch build and no known override "
             "for it; install a torch build for a newer ROCm that supports the card "
-            "(pip install torch --index-url https://download.pytorch.org/whl/rocm<X.Y>)"
+            f"(pip install torch torchaudio --index-url {ROCM_TORCH_INDEX})"
         )
     return (
         "the GPU's architecture has no kernels in this build: on an RDNA2 card set "
@@ -70,9 +71,8 @@ def diagnose_gpu_error(text: str, arch: str = "", hip: bool = True) -> tuple[str
             "the ROCm runtime libraries are missing: " + _first_line(text),
             "install the ROCm runtime (e.g. apt install rocm-hip-runtime, or AMD's "
             "amdgpu-install --usecase=rocm) or use torch from the ROCm wheel index, which "
-            "bundles them: pip install torch --index-url "
-            "https://download.pytorch.org/whl/rocm6.2; check that /opt/rocm/lib is in "
-            "the library path (ldconfig)",
+            f"bundles them: pip install torch torchaudio --index-url {ROCM_TORCH_INDEX}; "
+            "check that /opt/rocm/lib is in the library path (ldconfig)",
         )
     if any(marker.lower() in lowered for marker in GPU_ERRORS):
         if hip:
@@ -84,7 +84,7 @@ def diagnose_gpu_error(text: str, arch: str = "", hip: bool = True) -> tuple[str
             "this torch build has no kernels for the GPU's compute capability "
             f"{arch or ''}".rstrip(),
             "install a torch build for your CUDA version that includes the card "
-            "(pip install torch --index-url https://download.pytorch.org/whl/cu124)",
+            f"(pip install torch torchaudio --index-url {CUDA_TORCH_INDEX})",
         )
     if (
         "/dev/kfd" in lowered
@@ -101,7 +101,7 @@ def diagnose_gpu_error(text: str, arch: str = "", hip: bool = True) -> tuple[str
         return (
             "the NVIDIA driver is older than this torch's CUDA: " + _first_line(text),
             "update the NVIDIA driver, or install torch for an older CUDA "
-            "(pip install torch --index-url https://download.pytorch.org/whl/cu118)",
+            "(pytorch.org's install selector lists the CUDA versions of each release)",
         )
     if "out of memory" in lowered:
         return (
@@ -233,24 +233,28 @@ def override_env_check(override: str | None, real_arch: str) -> Check | None:
 def matmul_check(
     result: dict[str, Any] | None, returncode: int, stderr: str, arch: str, hip: bool
 ) -> Check:
-    """Judge the child process that ran an fp16 matmul on the GPU."""
-    name = "fp16 matmul on the GPU"
+    """Judge the child process that ran fp16 matmul, conv1d and attention on the GPU."""
+    name = "fp16 on the GPU"
     if returncode == 0 and result is not None:
-        error = float(result.get("max_rel_error", 1.0))
+        errors = {k: float(v) for k, v in (result.get("errors") or {}).items()}
+        errors = errors or {"matmul": float(result.get("max_rel_error", 1.0))}
+        wrong = {k: v for k, v in errors.items() if not v <= 0.02}  # NaN is wrong too
         speed = f"{result.get('tflops', 0):.1f} TFLOPS"
-        if error > 0.02:
+        if wrong:
             return Check(
                 name,
                 False,
-                f"wrong results (max relative error {error:.3g})",
+                "wrong results from "
+                + ", ".join(f"{k} (max relative error {v:.3g})" for k, v in wrong.items()),
                 "the GPU computes garbage: a wrong HSA_OVERRIDE_GFX_VERSION or a "
                 "broken driver; unset the override or update the driver",
                 section="gpu",
             )
+        ops = ", ".join(f"{k} {v:.1e}" for k, v in errors.items())
         return Check(
             name,
             True,
-            f"{result.get('device', '')}: 1024x1024 fp16, {speed}, max relative error {error:.1e}",
+            f"{result.get('device', '')}: max relative error {ops}; 1024x1024 matmul {speed}",
             section="gpu",
         )
     what, fix = diagnose_gpu_error(stderr or f"exit status {returncode}", arch, hip)

@@ -1,4 +1,4 @@
-"""The GPU section: torch build, devices, device access, kernels, fp16 matmul, torchaudio."""
+"""The GPU section: torch build, devices, device access, kernels, fp16 work, torchaudio."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import importlib.metadata
 import os
 import re
 
-from voiced.accel import TorchProbe
+from voiced.accel import TorchProbe, choose_torch_device, pick_gpu
 from voiced.doctor.checks import Check
 from voiced.doctor.gpu import (
+    CUDA_TORCH_INDEX,
+    ROCM_TORCH_INDEX,
     UserGroups,
     device_access_check,
     diagnose_gpu_error,
@@ -39,10 +41,20 @@ def _public(version: str) -> str:
     return version.partition("+")[0]
 
 
+def _release(version: str) -> str:
+    """``2.9.1+rocm6.4`` -> ``2.9``: torchaudio 2.X is built for torch 2.X."""
+    return ".".join(_public(version).split(".")[:2])
+
+
 def torchaudio_check(
     torch_probe: TorchProbe, version: str | None, import_error: str | None, pinned_torch: str | None
 ) -> Check:
-    """torch and torchaudio built for the same torch version and backend (CPU/CUDA/ROCm)."""
+    """torch and torchaudio built for the same torch release and backend (CPU/CUDA/ROCm).
+
+    Up to 2.8 torchaudio's metadata pins ``torch==X`` and the wheel indexes tag both with the
+    backend (``+rocm6.2``); from 2.9 there may be neither, so the release (2.X of both) and
+    the import itself (an ABI mismatch fails it) are what is left to check.
+    """
     name = "torch + torchaudio"
     if version is None:
         return Check(
@@ -66,6 +78,15 @@ def torchaudio_check(
             name,
             False,
             f"torchaudio {version} was built for torch {pinned_torch}, "
+            f"but torch {torch_version} is installed",
+            fix,
+            section="gpu",
+        )
+    if torch_version and _release(version) != _release(torch_version):
+        return Check(
+            name,
+            False,
+            f"torchaudio {version} belongs to torch {_release(version)}, "
             f"but torch {torch_version} is installed",
             fix,
             section="gpu",
@@ -94,7 +115,7 @@ def gpu_checks(
     gpu_wanted: bool,
     matmul: bool = True,
 ) -> list[Check]:
-    """torch build, devices, access, kernels, a real fp16 matmul, torchaudio."""
+    """torch build, devices, access, kernels, real fp16 matmul/conv1d/attention, torchaudio."""
     checks: list[Check] = []
     hip = bool(torch_probe.hip_version)
     if torch_probe.backend == "unavailable":
@@ -105,9 +126,8 @@ def gpu_checks(
                 "torch",
                 None if not_installed else False,
                 torch_probe.reason if not_installed else what,
-                "GPU engines need torch: pip install torch --index-url "
-                "https://download.pytorch.org/whl/rocm6.2 (AMD) or .../cu124 "
-                "(NVIDIA)"
+                f"GPU engines need torch: pip install torch torchaudio --index-url "
+                f"{ROCM_TORCH_INDEX} (AMD) or {CUDA_TORCH_INDEX} (NVIDIA)"
                 if not_installed
                 else fix,
                 required=gpu_wanted,
@@ -133,7 +153,16 @@ def gpu_checks(
         )
     if torch_probe.gpu:
         names = ", ".join(f"{d.name} ({d.arch})" for d in torch_probe.devices)
-        checks.append(Check("GPU", True, f"{torch_probe.backend}: {names}", section="gpu"))
+        choice = choose_torch_device("auto", probe=torch_probe)
+        checks.append(
+            Check(
+                "GPU",
+                True,
+                f"{torch_probe.backend}: {names}; torch engines use {choice.device}: "
+                f"{choice.reason}",
+                section="gpu",
+            )
+        )
     else:
         reason = gpu_absent_reason(hw, torch_probe)
         failed_query = "failed" in torch_probe.reason
@@ -147,8 +176,8 @@ def gpu_checks(
         ):
             fix = (
                 f"a CPU-only torch cannot use the {hw.pci[0].split()[0]} card: pip install "
-                "--force-reinstall torch --index-url https://download.pytorch.org/whl/"
-                f"{'rocm6.2' if hw.pci[0].startswith('AMD') else 'cu124'}"
+                "--force-reinstall torch torchaudio --index-url "
+                f"{ROCM_TORCH_INDEX if hw.pci[0].startswith('AMD') else CUDA_TORCH_INDEX}"
             )
         else:
             fix = (
@@ -175,16 +204,15 @@ def gpu_checks(
         checks.append(env_check)
     if torch_probe.gpu and matmul:
         result, code, stderr = run_matmul()
-        arch = torch_probe.devices[0].arch
+        chosen, _ = pick_gpu(torch_probe)
+        arch = (result or {}).get("arch") or (chosen or torch_probe.devices[0]).arch
         if hip and result is not None and result.get("arch_list"):
             checks.append(rocm_kernels_check(arch, result["arch_list"], override))
         check = matmul_check(result, code, stderr, real_arch or arch, hip)
         check.required = gpu_wanted
         checks.append(check)
     elif matmul:
-        checks.append(
-            Check("fp16 matmul on the GPU", None, "skipped: no GPU for torch", section="gpu")
-        )
+        checks.append(Check("fp16 on the GPU", None, "skipped: no GPU for torch", section="gpu"))
     checks.append(torchaudio_check(torch_probe, *_torchaudio_facts()))
     return checks
 
@@ -208,7 +236,7 @@ def _torchaudio_facts() -> tuple[str | None, str | None, str | None]:
         if match:
             pinned = match.group(1)
     try:
-        import torchaudio  # noqa: F401
+        import torchaudio.functional  # noqa: F401  (loads libtorchaudio where it has one)
     except Exception as exc:  # an ABI mismatch shows up as OSError: undefined symbol
         return version, f"{type(exc).__name__}: {exc}", pinned
     return version, None, pinned

@@ -1,5 +1,5 @@
 """Facts about this machine, independent of any library: PCI GPUs, KFD archs, device
-nodes, the user's groups, and the fp16 matmul run in a child process.
+nodes, the user's groups, and the fp16 test (matmul, conv1d, attention) run in a child process.
 
 GPU work runs in a child process: a HIP runtime without kernels for the card aborts the
 whole process, and the doctor must survive to say why.
@@ -22,36 +22,67 @@ from typing import Any
 from voiced.accel import TorchProbe
 from voiced.doctor.gpu import DeviceNode, UserGroups, arch_from_target_version
 
+# The three kinds of fp16 work the torch engines do (a Whisper encoder's first conv1d,
+# attention as in its layers, a matmul), each against float32 on the CPU, on the device
+# voiced.accel picks. A HIP runtime without kernels for the card aborts right here.
 MATMUL_SCRIPT = r"""
 import json, sys, time
 import torch
-dev = torch.device("cuda:0")
-props = torch.cuda.get_device_properties(0)
+import torch.nn.functional as F
+from voiced.accel import choose_torch_device
+if len(sys.argv) > 1:  # a device named by the caller (the tests run the numbers on the CPU)
+    dev, name, arch, arch_list = torch.device(sys.argv[1]), sys.argv[1], "", []
+else:
+    choice = choose_torch_device("auto", "float16")
+    assert choice.device != "cpu", choice.reason
+    dev = torch.device(choice.device)
+    props = torch.cuda.get_device_properties(dev)
+    name, arch = props.name, getattr(props, "gcnArchName", "")
+    arch_list = torch.cuda.get_arch_list()
+
+def sync():
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+def rel_error(fast, ref):
+    return ((fast.float().cpu() - ref).abs().max() / ref.abs().max()).item()
+
 torch.manual_seed(0)
-a = torch.randn(1024, 1024, dtype=torch.float16, device=dev)
-b = torch.randn(1024, 1024, dtype=torch.float16, device=dev)
-c = a @ b
-torch.cuda.synchronize()
-ref = a.float().cpu() @ b.float().cpu()
-err = ((c.float().cpu() - ref).abs().max() / ref.abs().max()).item()
+a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
+mel, weight = torch.randn(1, 80, 3000), torch.randn(384, 80, 3) / 16
+q, k, v = (torch.randn(1, 6, 1500, 64) for _ in range(3))
+ops = {
+    "matmul": (lambda x, y: x @ y, (a, b)),
+    "conv1d": (lambda x, w: F.conv1d(x, w, padding=1), (mel, weight)),
+    "attention": (F.scaled_dot_product_attention, (q, k, v)),
+}
+errors = {}
+for op_name, (op, args) in ops.items():
+    fast = op(*(t.to(dev, torch.float16) for t in args))
+    sync()
+    errors[op_name] = rel_error(fast, op(*args))
+a16, b16 = a.to(dev, torch.float16), b.to(dev, torch.float16)
 reps = 20
 start = time.perf_counter()
 for _ in range(reps):
-    c = a @ b
-torch.cuda.synchronize()
+    c = a16 @ b16
+sync()
 seconds = time.perf_counter() - start
-print(json.dumps({"device": props.name, "arch": getattr(props, "gcnArchName", ""),
-                  "max_rel_error": err, "tflops": 2 * 1024**3 * reps / seconds / 1e12,
-                  "arch_list": torch.cuda.get_arch_list()}))
+print(json.dumps({"device": name, "index": dev.index, "arch": arch, "errors": errors,
+                  "max_rel_error": max(errors.values()),
+                  "tflops": 2 * 1024**3 * reps / seconds / 1e12, "arch_list": arch_list}))
 """
 
 
-def run_matmul(timeout: float = 180.0) -> tuple[dict[str, Any] | None, int, str]:
-    """Run MATMUL_SCRIPT in a child process: (its JSON, exit status, stderr)."""
+def run_matmul(
+    timeout: float = 180.0, device: str | None = None
+) -> tuple[dict[str, Any] | None, int, str]:
+    """Run MATMUL_SCRIPT in a child process: (its JSON, exit status, stderr).
+
+    ``device`` names one (e.g. "cpu") instead of the GPU voiced.accel picks."""
+    command = [sys.executable, "-c", MATMUL_SCRIPT, *([device] if device else [])]
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", MATMUL_SCRIPT], capture_output=True, text=True, timeout=timeout
-        )
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None, 124, f"the GPU test did not finish in {timeout:.0f} s (a hung GPU?)"
     result = None
