@@ -29,12 +29,14 @@ from pathlib import Path
 
 SUITE = "bookworm"
 # udev: the package that creates the "render" group (SupplementaryGroups=... render), as on
-# any real Debian machine; libstdc++6/libgomp1: onnxruntime and CTranslate2 link them.
+# any real Debian machine; libpam-systemd: a user's own service manager (user@.service) for
+# the --user unit; libstdc++6/libgomp1: onnxruntime and CTranslate2 link them.
 PACKAGES = (
     "systemd",
     "systemd-sysv",
     "dbus",
     "udev",
+    "libpam-systemd",
     "python3",
     "python3-venv",
     "ca-certificates",
@@ -119,7 +121,13 @@ def _complete(folder: Path) -> bool:
 
 
 def _mark_complete(folder: Path) -> None:
+    """Record ``folder`` as built, and drop the older builds of the same layer it replaces."""
     (folder.parent / f"{folder.name}.complete").write_text(time.strftime("%FT%T\n"))
+    prefix = folder.name.rsplit("-", 1)[0] + "-"
+    for old in folder.parent.glob(f"{prefix}*.complete"):
+        if old.name != f"{folder.name}.complete":
+            shutil.rmtree(old.with_suffix(""), ignore_errors=True)
+            old.unlink()
 
 
 def _run(cmd: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
@@ -307,8 +315,13 @@ class Container:
     ) -> subprocess.CompletedProcess:
         """Run ``sh -c command`` inside the container (all its namespaces, a clean env)."""
         env = ["PATH=" + CONTAINER_PATH, "LANG=C.UTF-8", "SYSTEMD_PAGER=", "SYSTEMD_COLORS=0"]
-        env.append("HOME=/root" if user is None else f"HOME=/home/{user}")
-        prefix = [] if user is None else ["runuser", "-u", user, "--"]
+        prefix = []
+        if user is None:
+            env.append("HOME=/root")
+        else:  # a login's environment, enough for `systemctl --user` and its journal
+            uid = self.sh(f"id -u {user}").stdout.strip()
+            env += [f"HOME=/home/{user}", f"USER={user}", f"XDG_RUNTIME_DIR=/run/user/{uid}"]
+            prefix = ["runuser", "-u", user, "--"]
         cmd = [
             "nsenter",
             f"--target={self.leader}",

@@ -423,6 +423,7 @@ def test_a_frozen_daemon_is_killed_by_the_watchdog_and_restarted(service: Servic
         service.systemctl("daemon-reload")
         service.systemctl("restart", UNIT)
         limits = service.show("RestartUSec", "TimeoutAbortUSec", "NRestarts", "MainPID")
+        cache = listing(service.box.path("/var/cache/private/voiced"))
         recorder = mqtt(service.broker)
         try:
             recorder.wait_for(lambda ms: statuses(ms)[-1:] == [b"online"], 30)
@@ -442,6 +443,8 @@ def test_a_frozen_daemon_is_killed_by_the_watchdog_and_restarted(service: Servic
         print(f"\nwatchdog: frozen -> new process in {restarted:.1f} s; {limits}")
         assert status[:2] == [b"offline", b"online"], status  # the last will, then back
         assert int(service.prop("NRestarts")) == int(limits["NRestarts"]) + 1
+        after = listing(service.box.path("/var/cache/private/voiced"))
+        assert all(after.get(name) == inode for name, inode in cache.items()), "caches kept"
         logged = service.box.sh(f"journalctl -u {UNIT} -o cat --no-pager -n 100").stdout
         assert "Watchdog timeout" in logged
     finally:
@@ -486,3 +489,54 @@ def test_a_config_error_fails_the_unit_without_a_restart_loop(service: Service):
     finally:
         service.write_config(good)
         service.systemctl("reset-failed", UNIT, check=False)
+
+
+# -- the user unit --------------------------------------------------------------------------
+
+
+def test_the_user_unit_runs_under_a_users_own_service_manager(service: Service):
+    """docs/service.md, "User service": install-service --user, systemctl --user, lingering."""
+    box = service.box
+    box.sh("id alice >/dev/null 2>&1 || useradd --create-home alice")
+    box.sh("loginctl enable-linger alice")  # starts user@<uid>.service, the user's manager
+    uid = box.sh("id -u alice").stdout.strip()
+    service.wait(
+        lambda: (
+            box.sh(f"systemctl is-active user@{uid}.service", check=False).stdout.strip()
+            == "active"
+        ),
+        60,
+        "the user's service manager",
+    )
+    out = box.sh(f"{VENV}/bin/voiced install-service --user", user="alice").stdout
+    assert "wrote /home/alice/.config/systemd/user/voiced.service" in out, out
+    user_config = config(free_port(), service.broker.port).replace(
+        "port = ", 'prefix = "voiced-alice"\nport = '
+    )
+    box.sh("mkdir -p ~/.config/voiced && cat > ~/.config/voiced/voiced.toml", user="alice")
+    box.path("/home/alice/.config/voiced/voiced.toml").write_text(user_config)
+    box.sh("cp -r /etc/voiced/home.yaml /etc/voiced/sentences ~/.config/voiced/", user="alice")
+    box.sh("systemctl --user daemon-reload", user="alice")
+    try:
+        box.sh("systemctl --user start voiced.service", user="alice", timeout=300)
+        shown = box.sh(
+            "systemctl --user show voiced.service -p ActiveState,StatusText,MainPID", user="alice"
+        ).stdout
+        state = dict(line.split("=", 1) for line in shown.splitlines())
+        assert state["ActiveState"] == "active" and state["StatusText"].startswith("ready")
+        assert box.sh(f"stat -c %U /proc/{state['MainPID']}").stdout.strip() == "alice"
+        assert retained(service.broker, "voiced-alice/status") == b"online"
+        box.sh("systemctl --user reload voiced.service", user="alice")
+        service.wait(
+            lambda: (
+                "StatusText=reloaded"
+                in box.sh("systemctl --user show voiced -p StatusText", user="alice").stdout
+            ),
+            30,
+            "the user unit reloaded",
+        )
+        logged = box.sh("journalctl --user -u voiced -o cat", user="alice").stdout
+        assert "ready (no local source)" in logged, "the user reads their own unit's journal"
+    finally:
+        box.sh("systemctl --user stop voiced.service", user="alice", check=False)
+    assert retained(service.broker, "voiced-alice/status") == b"offline"
