@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from voiced.logs import JournalFormatter, JournalHandler, encode_entry, fields
+from voiced.logs import JournalFormatter, JournalHandler, encode_entry, fields, report_fatal
 
 SCRIPT = """
 import logging
@@ -181,3 +181,9 @@ def test_when_the_journal_goes_away_records_fall_back_to_prefixed_stderr(tmp_pat
 
 def test_encode_entry_skips_names_journald_would_reject():
     assert encode_entry({"MESSAGE": "x", "bad-name": "y", "_TRUSTED": "z"}) == b"MESSAGE=x\n"
+
+
+def test_a_fatal_message_outside_journald_is_printed_to_stderr_as_is(capsys, monkeypatch):
+    monkeypatch.delenv("JOURNAL_STREAM", raising=False)
+    report_fatal("voiced: configuration error:\nline two")
+    assert capsys.readouterr().err == "voiced: configuration error:\nline two\n"

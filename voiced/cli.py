@@ -476,7 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         report_fatal(f"voiced: configuration error:\n{exc}")
         return EXIT_CONFIG
     except PluginError as exc:
-        print(f"voiced: plugin error: {exc}", file=sys.stderr)
+        report_fatal(f"voiced: plugin error: {exc}")
         return EXIT_CONFIG
     except StartupError as exc:
         print(f"voiced: cannot start: {exc}", file=sys.stderr)
