@@ -279,6 +279,8 @@ def test_systemd_analyze_security_exposure_is_recorded(service: Service):
 def test_reload_applies_a_changed_log_level_and_returns_to_active(service: Service):
     service.ensure_active()
     pid = service.prop("MainPID")
+    asyncio.run(send_unknown_wyoming_event(service.wyoming_port, "voiced-test-before"))
+    assert not [e for e in service.voiced_entries(pid) if "voiced-test-before" in e["MESSAGE"]]
     service.write_config(config(service.wyoming_port, service.broker.port, log_level="DEBUG"))
     service.systemctl("reload", UNIT)
     service.wait(lambda: service.prop("StatusText") == "reloaded", 30, "status 'reloaded'")
@@ -286,11 +288,33 @@ def test_reload_applies_a_changed_log_level_and_returns_to_active(service: Servi
     assert service.prop("MainPID") == pid, "a reload does not restart"
     messages = [e["MESSAGE"] for e in service.voiced_entries(pid)]
     assert any("reload: applied log_level" in m for m in messages), messages[-5:]
-    reloading = service.journal("-t", "systemd") + service.journal()
-    assert any("Reloading" in e.get("MESSAGE", "") for e in reloading)
+    assert any(e.get("MESSAGE", "").startswith("Reloading") for e in service.journal())
+    # the level applies at once: an event voiced ignores is now logged (at debug)
+    asyncio.run(send_unknown_wyoming_event(service.wyoming_port, "voiced-test-nonsense"))
+    service.wait(
+        lambda: any(
+            e["PRIORITY"] == "7" and "ignoring voiced-test-nonsense" in e["MESSAGE"]
+            for e in service.voiced_entries(pid)
+        ),
+        30,
+        "a debug entry after log_level = DEBUG",
+    )
     service.write_config(config(service.wyoming_port, service.broker.port))
     service.systemctl("reload", UNIT)
     service.wait(lambda: service.prop("ActiveState") == "active", 30, "active after reload")
+
+
+async def send_unknown_wyoming_event(port: int, kind: str) -> None:
+    from wyoming.client import AsyncTcpClient
+    from wyoming.event import Event
+    from wyoming.info import Describe
+
+    async with AsyncTcpClient("127.0.0.1", port) as client:
+        await client.write_event(Event(kind))
+        await client.write_event(Describe().event())  # answered after the event was handled
+        while (event := await asyncio.wait_for(client.read_event(), 10)) is not None:
+            if event.type == "info":
+                return
 
 
 def test_reload_with_a_broken_file_keeps_the_running_config_and_stays_active(service: Service):
@@ -322,7 +346,7 @@ def command(text: str) -> bytes:
 
 async def satellite_run(port: int, audio: bytes, pace: float = 0.0, stop_after: float = 1.0):
     """A satellite in room SITE streams ``audio`` (the first ``stop_after`` of it) as one
-    command; returns the open connection's writer (the caller closes it)."""
+    command; returns the connected client (the caller disconnects it)."""
     from wyoming.audio import AudioChunk
     from wyoming.client import AsyncTcpClient
     from wyoming.event import Event
