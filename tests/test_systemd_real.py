@@ -238,11 +238,16 @@ def test_dynamic_user_state_and_cache_directories_are_kept_across_restarts(servi
     assert state.stat().st_uid == uid and cache.stat().st_uid == uid
     before = listing(cache)
     assert before, "the engines' caches land in /var/cache/voiced"
+    # something the service keeps, written by its user in its own sandbox (its working dir)
+    as_service = f"nsenter -t {service.prop('MainPID')} -m -S {uid} -G {uid} --wd=/var/lib/voiced"
+    service.box.sh(f"{as_service} sh -c 'echo kept > state-probe'")
     service.systemctl("restart", UNIT)
     after = listing(cache)
     lost = [name for name, inode in before.items() if after.get(name) != inode]
     assert not lost, f"lost or recreated on restart: {lost}"
-    assert state.is_dir()
+    new_uid = int(service.box.sh(f"stat -c %u /proc/{service.prop('MainPID')}").stdout)
+    as_new = f"nsenter -t {service.prop('MainPID')} -m -S {new_uid} -G {new_uid}"
+    assert service.box.sh(f"{as_new} cat /var/lib/voiced/state-probe").stdout == "kept\n"
 
 
 def test_the_service_writes_nothing_outside_its_own_directories(service: Service):
