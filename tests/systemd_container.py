@@ -46,6 +46,7 @@ PACKAGES = (
 )
 BUILD_TOOLS = ("setuptools>=68", "wheel")  # so `pip install --no-build-isolation` works
 VENV = "/opt/voiced"
+CONTAINER_PYTHON = (3, 11)  # Debian 12's python3
 LAYOUT_VERSION = "1"  # bump when the way a layer is built changes
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -175,6 +176,11 @@ def venv_layer(base: Path, pyproject: Path) -> Path:
     layer = cache_root() / f"systemd-venv-{_key(base.name, deps, BUILD_TOOLS, LAYOUT_VERSION)}"
     if _complete(layer):
         return layer
+    if sys.version_info[:2] != CONTAINER_PYTHON:
+        raise RuntimeError(
+            f"this Python is {sys.version_info[0]}.{sys.version_info[1]}: the wheels it builds "
+            f"would not fit Debian {SUITE}'s python3 ({CONTAINER_PYTHON[0]}.{CONTAINER_PYTHON[1]})"
+        )
     partial = layer.with_name(layer.name + ".partial")
     work = layer.with_name(layer.name + ".work")
     for folder in (partial, work):
