@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from voiced.events import Event, EventType
 from voiced.hookspecs import hookimpl
+from voiced.logs import fields
 
 log = logging.getLogger("voiced.events")
 
@@ -57,7 +58,8 @@ class EventLogger:
             sys.stdout.flush()
             return
         level = logging.WARNING if event.type == EventType.ERROR else self.level
-        log.log(level, "%s", describe(event))
+        journal = fields(run_id=event.run_id, site_id=event.site_id, voiced_event=event.type)
+        log.log(level, "%s", describe(event), extra=journal)
 
 
 def describe(event: Event) -> str:

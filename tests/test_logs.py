@@ -9,13 +9,16 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
+import struct
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from voiced.logs import JournalFormatter
+from voiced.logs import JournalFormatter, JournalHandler, encode_entry, fields, report_fatal
 
 SCRIPT = """
 import logging
@@ -91,3 +94,96 @@ def test_voiced_log_level_environment_overrides_the_configured_level(tmp_path):
 def test_journal_formatter_maps_levels_to_syslog_priorities(level, prefix):
     record = logging.LogRecord("voiced", level, __file__, 1, "message", None, None)
     assert JournalFormatter("%(name)s: %(message)s").format(record) == f"{prefix}voiced: message"
+
+
+# -- journald's native protocol ---------------------------------------------------------------
+
+
+def parse_entry(data: bytes) -> dict[str, str]:
+    """Decode one native-protocol datagram as journald does."""
+    entry: dict[str, str] = {}
+    while data:
+        line, _, rest = data.partition(b"\n")
+        if b"=" in line:
+            name, _, value = line.partition(b"=")
+            entry[name.decode()] = value.decode()
+            data = rest
+        else:  # NAME\n<le64 length><value>\n
+            size = struct.unpack("<Q", rest[:8])[0]
+            entry[line.decode()] = rest[8 : 8 + size].decode()
+            data = rest[8 + size + 1 :]
+    return entry
+
+
+@pytest.fixture
+def journal_socket(tmp_path) -> Iterator[tuple[str, socket.socket]]:
+    path = str(tmp_path / "journal.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(path)
+    server.settimeout(5)
+    yield path, server
+    server.close()
+
+
+def test_native_journal_entries_carry_priority_logger_code_and_run_fields(journal_socket):
+    path, server = journal_socket
+    handler = JournalHandler(path)
+    log = logging.getLogger("voiced.events")
+    record = log.makeRecord(
+        "voiced.events",
+        logging.WARNING,
+        __file__,
+        7,
+        "%s ended",
+        ("run",),
+        None,
+        extra=fields(run_id="abc123", site_id="kitchen", absent=None),
+    )
+    handler.emit(record)
+    entry = parse_entry(server.recv(65536))
+    assert entry["MESSAGE"] == "voiced.events: run ended"
+    assert entry["PRIORITY"] == "4"
+    assert entry["SYSLOG_IDENTIFIER"] == "voiced"
+    assert entry["LOGGER"] == "voiced.events"
+    assert entry["CODE_LINE"] == "7"
+    assert (entry["RUN_ID"], entry["SITE_ID"]) == ("abc123", "kitchen")
+    assert "ABSENT" not in entry
+    handler.close()
+
+
+def test_a_multi_line_message_is_one_entry_with_a_length_prefixed_value(journal_socket):
+    path, server = journal_socket
+    handler = JournalHandler(path)
+    handler.emit(logging.LogRecord("voiced", logging.ERROR, "", 0, "one\ntwo", None, None))
+    entry = parse_entry(server.recv(65536))
+    assert entry["MESSAGE"] == "voiced: one\ntwo"
+    assert entry["PRIORITY"] == "3"
+    handler.close()
+
+
+def test_without_a_reachable_journal_socket_there_is_no_native_handler(tmp_path):
+    assert JournalHandler.if_reachable(str(tmp_path / "absent.sock")) is None
+
+
+def test_when_the_journal_goes_away_records_fall_back_to_prefixed_stderr(tmp_path, capsys):
+    path = str(tmp_path / "journal.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    server.bind(path)
+    handler = JournalHandler.if_reachable(path)
+    assert handler is not None
+    server.close()
+    os.unlink(path)
+    handler.fallback.stream = sys.stderr
+    handler.emit(logging.LogRecord("voiced.x", logging.INFO, "", 0, "still here", None, None))
+    assert capsys.readouterr().err == "<6>voiced.x: still here\n"
+    handler.close()
+
+
+def test_encode_entry_skips_names_journald_would_reject():
+    assert encode_entry({"MESSAGE": "x", "bad-name": "y", "_TRUSTED": "z"}) == b"MESSAGE=x\n"
+
+
+def test_a_fatal_message_outside_journald_is_printed_to_stderr_as_is(capsys, monkeypatch):
+    monkeypatch.delenv("JOURNAL_STREAM", raising=False)
+    report_fatal("voiced: configuration error:\nline two")
+    assert capsys.readouterr().err == "voiced: configuration error:\nline two\n"

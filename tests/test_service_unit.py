@@ -78,7 +78,7 @@ def test_system_unit_reports_readiness_watchdog_and_reloads_with_sighup():
     assert values(text, "Type") == ["notify"]
     assert values(text, "NotifyAccess") == ["main"]
     assert values(text, "ExecStart") == ["/opt/voiced/bin/voiced run"]
-    assert values(text, "ExecReload") == ["/bin/kill -HUP $MAINPID"]
+    assert values(text, "ExecReload") == ["/bin/sh -c 'kill -HUP ${MAINPID}'"]
     assert values(text, "WatchdogSec") == ["30"]
     assert int(values(text, "TimeoutStartSec")[0]) >= 300  # model load + warm-up
     assert values(text, "Restart") == ["on-failure"]

@@ -17,7 +17,7 @@ from voiced import __version__
 from voiced.config import ConfigError, masked
 from voiced.events import Event
 from voiced.hookspecs import hookimpl
-from voiced.logs import setup_logging
+from voiced.logs import report_fatal, setup_logging
 from voiced.pipeline import StartupError
 from voiced.plugins import PluginError, PluginHost, load_plugins
 
@@ -473,10 +473,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except ConfigError as exc:
-        print(f"voiced: configuration error:\n{exc}", file=sys.stderr)
+        report_fatal(f"voiced: configuration error:\n{exc}")
         return EXIT_CONFIG
     except PluginError as exc:
-        print(f"voiced: plugin error: {exc}", file=sys.stderr)
+        report_fatal(f"voiced: plugin error: {exc}")
         return EXIT_CONFIG
     except StartupError as exc:
         print(f"voiced: cannot start: {exc}", file=sys.stderr)

@@ -1,11 +1,39 @@
-"""Logging: readable lines on stderr; no timestamps of our own under journald."""
+"""Logging: readable lines on stderr; under journald, entries with priorities and fields.
+
+When stderr is the journal (``JOURNAL_STREAM``), each record goes to journald's native socket
+as one entry: ``MESSAGE``, ``PRIORITY``, ``LOGGER``, ``CODE_*`` and the record's
+``journal_fields`` (e.g. ``RUN_ID``, ``SITE_ID`` on run events, see ``fields()``). Where the
+socket cannot be reached, lines go to stderr with a ``<N>`` priority prefix instead.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import re
+import socket
+import struct
 import sys
-from typing import ClassVar
+from typing import Any, ClassVar
+
+JOURNAL_SOCKET = "/run/systemd/journal/socket"
+SYSLOG_IDENTIFIER = "voiced"
+
+PRIORITY: dict[int, int] = {
+    logging.DEBUG: 7,
+    logging.INFO: 6,
+    logging.WARNING: 4,
+    logging.ERROR: 3,
+    logging.CRITICAL: 2,
+}
+
+
+def priority(levelno: int) -> int:
+    """The syslog priority of a logging level (levels in between round to the next lower)."""
+    for level in sorted(PRIORITY, reverse=True):
+        if levelno >= level:
+            return PRIORITY[level]
+    return 7
 
 
 def under_journald() -> bool:
@@ -20,12 +48,20 @@ def under_journald() -> bool:
     return stream == f"{st.st_dev}:{st.st_ino}"
 
 
+def fields(**values: Any) -> dict[str, dict[str, str]]:
+    """``extra=`` for a log call: journal fields (upper-case names; None values are left out)."""
+    return {"journal_fields": {k.upper(): str(v) for k, v in values.items() if v is not None}}
+
+
 def setup_logging(level: str = "INFO") -> None:
     level = os.environ.get("VOICED_LOG_LEVEL", level).upper()
-    handler = logging.StreamHandler(sys.stderr)
+    handler: logging.Handler
     if under_journald():  # the journal stamps time and host itself
-        handler.setFormatter(JournalFormatter("%(name)s: %(message)s"))
+        handler = JournalHandler.if_reachable() or logging.StreamHandler(sys.stderr)
+        if not isinstance(handler, JournalHandler):
+            handler.setFormatter(JournalFormatter("%(name)s: %(message)s"))
     else:
+        handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(
             logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
         )
@@ -39,17 +75,88 @@ def setup_logging(level: str = "INFO") -> None:
 class JournalFormatter(logging.Formatter):
     """Prefixes the syslog priority (<3> error, <4> warning, <6> info, <7> debug) for journald."""
 
-    PRIORITY: ClassVar[dict[int, int]] = {
-        logging.DEBUG: 7,
-        logging.INFO: 6,
-        logging.WARNING: 4,
-        logging.ERROR: 3,
-        logging.CRITICAL: 2,
-    }
+    PRIORITY: ClassVar[dict[int, int]] = PRIORITY
 
     def format(self, record: logging.LogRecord) -> str:
-        return f"<{self.PRIORITY.get(record.levelno, 6)}>{super().format(record)}"
+        return f"<{priority(record.levelno)}>{super().format(record)}"
+
+
+_FIELD_NAME = re.compile(r"^[A-Z0-9][A-Z0-9_]*$")
+
+
+def encode_entry(entry: dict[str, str]) -> bytes:
+    """journald's native format: ``NAME=value\\n``, or ``NAME\\n<le64 length>value\\n``."""
+    out = bytearray()
+    for name, value in entry.items():
+        if not _FIELD_NAME.match(name):
+            continue
+        data = value.encode("utf-8", "replace")
+        if b"\n" in data:
+            out += name.encode() + b"\n" + struct.pack("<Q", len(data)) + data + b"\n"
+        else:
+            out += name.encode() + b"=" + data + b"\n"
+    return bytes(out)
+
+
+class JournalHandler(logging.Handler):
+    """Sends each record to journald as one structured entry (its native datagram protocol)."""
+
+    def __init__(self, address: str = JOURNAL_SOCKET, identifier: str = SYSLOG_IDENTIFIER):
+        super().__init__()
+        self.address = address
+        self.identifier = identifier
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        self.fallback = logging.StreamHandler(sys.stderr)
+        self.fallback.setFormatter(JournalFormatter("%(name)s: %(message)s"))
+
+    @classmethod
+    def if_reachable(cls, address: str = JOURNAL_SOCKET) -> JournalHandler | None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as probe:
+            try:
+                probe.connect(address)
+            except OSError:
+                return None
+        return cls(address)
+
+    def entry(self, record: logging.LogRecord) -> dict[str, str]:
+        entry = {
+            "MESSAGE": self.format(record),
+            "PRIORITY": str(priority(record.levelno)),
+            "SYSLOG_IDENTIFIER": self.identifier,
+            "LOGGER": record.name,
+            "CODE_FILE": record.pathname or "",
+            "CODE_LINE": str(record.lineno),
+            "CODE_FUNC": record.funcName or "",
+            "THREAD_NAME": record.threadName or "",
+        }
+        entry.update(getattr(record, "journal_fields", None) or {})
+        return entry
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self.sock.sendto(encode_entry(self.entry(record)), self.address)
+        except OSError:  # journald away, or an entry bigger than a datagram: plain stderr
+            self.fallback.emit(record)
+        except Exception:
+            self.handleError(record)
+
+    def close(self) -> None:
+        self.sock.close()
+        super().close()
 
 
 def set_level(level: str) -> None:
     logging.getLogger().setLevel(level.upper())
+
+
+def report_fatal(text: str) -> None:
+    """A message the process exits on: one journal entry at priority err, else stderr."""
+    if under_journald():
+        handler = JournalHandler.if_reachable()
+        if handler is not None:
+            handler.setFormatter(logging.Formatter("%(message)s"))
+            handler.emit(logging.LogRecord("voiced", logging.ERROR, "", 0, "%s", (text,), None))
+            handler.close()
+            return
+    print(text, file=sys.stderr)

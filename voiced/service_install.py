@@ -39,7 +39,8 @@ NotifyAccess=main
 ExecStart={exec_start} run
 # SIGHUP re-reads the config: live settings (log_level, vad, conversation, timeouts) apply at
 # once; stage changes are logged as needing a restart. The process keeps running either way.
-ExecReload=/bin/kill -HUP $MAINPID
+# The shell's own kill: minimal systems and containers have no /bin/kill (procps).
+ExecReload=/bin/sh -c 'kill -HUP ${{MAINPID}}'
 # Relative paths in the config (e.g. the wav sink's "answers") land in the state directory.
 WorkingDirectory=%S/voiced
 # Model load and warm-up: seconds on a CPU, minutes for a first ROCm kernel compile.
@@ -162,7 +163,7 @@ StartLimitBurst=5
 Type=notify
 NotifyAccess=main
 ExecStart={exec_start} run
-ExecReload=/bin/kill -HUP $MAINPID
+ExecReload=/bin/sh -c 'kill -HUP ${{MAINPID}}'
 TimeoutStartSec=300
 TimeoutStopSec=30
 WatchdogSec=30
@@ -366,7 +367,7 @@ def run_install_service(args: argparse.Namespace) -> int:
         out.write(f"# would write {plan.unit_path}:\n{plan.unit_text}\n")
         if plan.config_source is not None:
             out.write(f"# would copy {plan.config_source} -> {plan.config_path}\n")
-        else:
+        elif plan.config_path.exists():
             out.write(f"# would keep {plan.config_path}\n")
     else:
         try:
@@ -378,7 +379,7 @@ def run_install_service(args: argparse.Namespace) -> int:
             return 1
         for path in written:
             out.write(f"wrote {path}\n")
-        if plan.config_source is None:
+        if plan.config_source is None and plan.config_path.exists():
             out.write(f"kept {plan.config_path}\n")
     for warning in plan.warnings:
         out.write(f"warning: {warning}\n")
