@@ -86,6 +86,14 @@ def test_system_unit_reports_readiness_watchdog_and_reloads_with_sighup():
     assert values(text, "RestartPreventExitStatus") == [str(EXIT_CONFIG)]
 
 
+@pytest.mark.parametrize("user", [False, True])
+def test_both_units_bound_open_files_tasks_and_memory(user):
+    text = render_unit("/opt/voiced/bin/voiced", user=user)
+    assert int(values(text, "LimitNOFILE")[0]) >= 1024
+    assert int(values(text, "TasksMax")[0]) >= 128
+    assert values(text, "MemoryMax")[0].endswith("G")
+
+
 def test_system_unit_is_hardened_but_reaches_sound_cards_and_gpus():
     text = render_unit("/opt/voiced/bin/voiced")
     assert values(text, "ProtectSystem") == ["strict"]
