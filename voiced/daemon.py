@@ -149,8 +149,10 @@ def apply_live(pipeline: Pipeline, new: Settings) -> dict[str, list[str]]:
         old.conversation = new.conversation
         for site in pipeline.sites.values():
             site.conversation = new.conversation
-            if muted_changed:
+            if muted_changed:  # only a changed file mutes or unmutes; a mute command stays
                 site.set_muted(new.conversation.muted, reason="config")
+        if muted_changed:
+            pipeline.muted_default = new.conversation.muted
         applied.append("conversation")
     if new.arbiter != old.arbiter:
         old.arbiter = new.arbiter

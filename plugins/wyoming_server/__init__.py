@@ -30,7 +30,6 @@ from wyoming.tts import Synthesize
 from wyoming.vad import VoiceStarted, VoiceStopped
 from wyoming.wake import Detection
 
-from voiced.building import make_stage
 from voiced.events import Event, EventType
 from voiced.hookspecs import hookimpl
 
@@ -119,7 +118,7 @@ class WyomingService:
         if self.app is None or "wake" not in self.services:
             return
         for name in self.wake_stage_names():
-            stage = make_stage(self.app.host, self.app.settings, "wake", name, self.app)
+            stage = self.app.make_stage("wake", name)
             for word in _words_of(stage, name):
                 self.wake_words.setdefault(word, name)
 
@@ -176,8 +175,8 @@ class WyomingService:
             return self._wake_pool.pop()
         stages = []
         for name in self.wake_stage_names():
-            stage = make_stage(self.app.host, self.app.settings, "wake", name, self.app)
-            await asyncio.to_thread(stage.load)
+            stage = self.app.make_stage("wake", name)
+            await self.app.in_thread(stage.load)
             stages.append(stage)
         return stages
 
