@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from voiced.context import RunContext
-from voiced.hookspecs import hookimpl
-from voiced.intents import Intent, Transcript
+from voiced.api.app import RunContext
+from voiced.api.hooks import hookimpl
+from voiced.api.intents import Intent, Transcript
 
 log = logging.getLogger(__name__)
 

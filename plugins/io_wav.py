@@ -12,14 +12,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.audio import (
+from voiced.api.audio import (
     PIPELINE_FORMAT,
     AudioChunk,
     AudioFormat,
     AudioFormatError,
     StreamConverter,
 )
-from voiced.hookspecs import hookimpl
+from voiced.api.hooks import hookimpl
 
 
 def bundled_sample() -> Path:

@@ -10,23 +10,24 @@ import asyncio
 import functools
 import logging
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from voiced import events as ev
 from voiced.arbiter import WakeArbiter
 from voiced.audio import PCM_BYTES_PER_SECOND, AudioFormat
 from voiced.building import make_stage
 from voiced.chain import ChainError, EngineChain
 from voiced.config import Settings
 from voiced.context import RunContext
-from voiced.events import Event, EventType, error_event
+from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
-from voiced.plugins import PluginHost
+from voiced.plugins import PluginError, PluginHost, check_hooks
 from voiced.run import Phase, Run, StageFailed, StageTimeout, Utterance
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
+from voiced.site_runs import SiteRuns
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class Pipeline:
         self._workers: list[asyncio.Task[Any]] = []
         self._site_tasks: list[asyncio.Task[Any]] = []
         self._feeds: dict[str, asyncio.Task[Any]] = {}  # attached sites' feeds, by site id
+        self._siteless: dict[str, SiteRuns] = {}  # sites with runs but no audio of their own
         self._registered: list[Any] = []
         self.accepting = True
         self.dropped_utterances = 0
@@ -93,8 +95,8 @@ class Pipeline:
         if self.tts is None:
             raise RuntimeError("no tts stage is configured")
         run = self.start_run(site_id or self.settings.site_id, "say", phase=Phase.SPEAKING)
-        run.task = self._spawn(self._speak_run(run, Response(speech=text, handler="say")))
-        await asyncio.shield(run.task)
+        task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
+        await asyncio.shield(task)
 
     async def listen(self, site_id: str | None = None) -> None:
         site = self._site(site_id)
@@ -135,17 +137,23 @@ class Pipeline:
         via: str | None = None,
     ) -> Run:
         """A new run at a site (followed by the site when it has one); emits ``run-start``."""
-        run = Run(self, site_id, phase=phase, via=via)
+        run = self.site_runs(site_id).adopt(Run(self, site_id, phase=phase, via=via))
+        return run.start(reason)
+
+    def site_runs(self, site_id: str) -> SiteRuns:
+        """The runs at a site: its audio ``Site``, or a plain ``SiteRuns`` (no audio here)."""
         site = self.sites.get(site_id)
         if site is not None:
-            site.adopt(run)
-        return run.start(reason)
+            return site
+        if site_id not in self._siteless:
+            self._siteless[site_id] = SiteRuns(site_id, self.emit)
+        return self._siteless[site_id]
 
     async def transcribe(self, run: Run, audio: bytes, language: str | None = None) -> Transcript:
         """Speech to text for a request, through the ASR queue and its workers."""
         if self.asr is None or self.queue is None:
             raise run.failed("asr", RuntimeError("no asr stage is loaded"))
-        run.ended_at = time.monotonic()
+        run.speech_ended()
         reply: asyncio.Future[Transcript] = asyncio.get_running_loop().create_future()
         run.set_phase(Phase.THINKING)
         await self._submit(Utterance(run, audio, "request", language, reply))
@@ -250,14 +258,11 @@ class Pipeline:
                 for i in range(self.settings.pipeline.asr_workers)
             ]
         self.emit(
-            Event(
-                EventType.READY,
-                data={
-                    "asr": [n for n, _ in self.asr.loaded] if self.asr else [],
-                    "tts": [n for n, _ in self.tts.loaded] if self.tts else [],
-                    "sources": [s.stage_name for s in self.sources],
-                },
-            )
+            ev.Ready(
+                asr=[n for n, _ in self.asr.loaded] if self.asr else [],
+                tts=[n for n, _ in self.tts.loaded] if self.tts else [],
+                sources=[s.stage_name for s in self.sources],
+            ).event()
         )
 
     async def _load_optional(self, kind: str, name: str, stage: Any) -> bool:
@@ -282,6 +287,11 @@ class Pipeline:
         if not self.pm.get_hookcallers(component):
             self.pm.unregister(component)
             return
+        try:
+            check_hooks(self.pm)
+        except PluginError:
+            self.pm.unregister(component)
+            raise
         self._registered.append(component)
 
     # -- running -----------------------------------------------------------------------------
@@ -358,6 +368,9 @@ class Pipeline:
             muted=self.muted_default,
         )
         self.sites[site_id] = site
+        siteless = self._siteless.pop(site_id, None)
+        for run in siteless.runs.values() if siteless else []:
+            site.adopt(run)  # runs that began before the site had audio
         return site
 
     async def _submit(self, utterance: Utterance) -> None:
@@ -418,7 +431,7 @@ class Pipeline:
             return
         if run.end_if_cancelled():
             return
-        run.task = self._spawn(self._respond(run, transcript))
+        run.answer_in(self._spawn(self._respond(run, transcript)))
 
     async def _respond(self, run: Run, transcript: Transcript) -> None:
         """Recognize, handle and speak the answer at the run's site, then end the run."""
@@ -446,10 +459,7 @@ class Pipeline:
         self._end_answered(run, response)
 
     def _end_answered(self, run: Run, response: Response) -> None:
-        data = {}
-        if run.ended_at is not None:
-            data["latency_s"] = round(time.monotonic() - run.ended_at, 4)
-        run.end("done", **data)
+        run.end("done", latency_s=run.latency())
         site = self.sites.get(run.site_id)
         if site is not None and self._wants_follow_up(response):
             site.listen(reason="follow-up", seconds=self.settings.conversation.follow_up_seconds)
@@ -484,7 +494,7 @@ class Pipeline:
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
-        self.emit(Event(EventType.SHUTDOWN, data={"dropped_utterances": self.dropped_utterances}))
+        self.emit(ev.Shutdown(self.dropped_utterances).event())
         for component in reversed(list(self.components.values())):
             if hasattr(component, "stop"):
                 try:

@@ -12,13 +12,14 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from voiced import events as ev
 from voiced.audio import PCM_BYTES_PER_SECOND, AudioChunk
 from voiced.context import RunContext
-from voiced.events import Event, EventType, error_event
+from voiced.events import error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.responder import speak
 
@@ -70,7 +71,7 @@ class RunServices(Protocol):
     asr: EngineChain | None
     tts: EngineChain | None
 
-    def emit(self, event: Event) -> None: ...
+    def emit(self, event: ev.Event) -> None: ...
 
     def recognize_hook(self, transcript: Transcript, context: RunContext) -> Intent | None: ...
 
@@ -123,9 +124,27 @@ class Run:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self, reason: str) -> Run:
-        self.emit(EventType.RUN_START, {"reason": reason})
+        self.emit(ev.RunStart(reason))
         self._changed()
         return self
+
+    def follow(self, on_change: Callable[[Run], None]) -> Run:
+        """Call ``on_change`` at each phase change (the site whose state follows its runs)."""
+        self.on_change = on_change
+        return self
+
+    def speech_ended(self) -> None:
+        """The utterance ended now: latencies are measured from here."""
+        self.ended_at = time.monotonic()
+
+    def latency(self) -> float | None:
+        """Seconds since the utterance ended (None for a run that heard no speech)."""
+        return None if self.ended_at is None else round(time.monotonic() - self.ended_at, 4)
+
+    def answer_in(self, task: asyncio.Task[Any]) -> asyncio.Task[Any]:
+        """The task that answers this run; ``cancel()`` cancels it."""
+        self.task = task
+        return task
 
     def set_phase(self, phase: Phase) -> None:
         if self.ended or phase == self.phase:
@@ -133,13 +152,13 @@ class Run:
         self.phase = phase
         self._changed()
 
-    def end(self, reason: str, **data: Any) -> bool:
+    def end(self, reason: str, latency_s: float | None = None) -> bool:
         """The one place a run ends: emits ``run-end`` once; later calls are ignored."""
         if self.ended:
             return False
         self.phase = Phase.ENDED
         self.end_reason = reason
-        self.emit(EventType.RUN_END, {"reason": reason, **data})
+        self.emit(ev.RunEnd(reason, latency_s))
         self._changed()
         return True
 
@@ -167,11 +186,11 @@ class Run:
 
     # -- events ------------------------------------------------------------------------------
 
-    def emit(self, kind: EventType, data: dict[str, Any] | None = None) -> None:
-        data = dict(data or {})
-        if self.via is not None:
-            data["via"] = self.via
-        self.services.emit(Event(kind, self.run_id, self.site_id, data))
+    def emit(self, payload: ev.Payload) -> None:
+        """Emit an event of this run (``via`` filled in where the payload has one)."""
+        if self.via is not None and "via" in {f.name for f in fields(payload)}:
+            payload = replace(payload, via=self.via)
+        self.services.emit(payload.event(self.run_id, self.site_id))
 
     def failed(self, stage: str, exc: BaseException) -> StageFailed:
         """Emit the ``error`` event of a stage that failed; returns the error to raise."""
@@ -209,18 +228,17 @@ class Run:
         asr_seconds = now - started
         self.transcript = transcript
         self.emit(
-            EventType.TRANSCRIPT,
-            {
-                "text": transcript.text,
-                "engine": engine,
-                "language": transcript.language,
-                "audio_seconds": round(audio_seconds, 3),
-                "latency_s": round(now - (self.ended_at or started), 4),
-                "asr_seconds": round(asr_seconds, 4),
-                "rtf": round(asr_seconds / audio_seconds, 4) if audio_seconds else None,
-                "no_speech": transcript.no_speech,
-                **transcript.data,
-            },
+            ev.Transcript(
+                text=transcript.text,
+                engine=engine,
+                language=transcript.language,
+                audio_seconds=round(audio_seconds, 3),
+                latency_s=round(now - (self.ended_at or started), 4),
+                asr_seconds=round(asr_seconds, 4),
+                rtf=round(asr_seconds / audio_seconds, 4) if audio_seconds else None,
+                no_speech=transcript.no_speech,
+                extra=dict(transcript.data),
+            )
         )
         return transcript
 
@@ -232,15 +250,10 @@ class Run:
         intent = await self._call("intent", self.services.recognize_hook, transcript, self.context)
         self.intent = intent
         if intent is None:
-            self.emit(
-                EventType.INTENT_NOT_RECOGNIZED,
-                {"text": transcript.text, "reasons": self.context.data.get("intent_errors", [])},
-            )
+            reasons = self.context.data.get("intent_errors", [])
+            self.emit(ev.IntentNotRecognized(transcript.text, reasons))
         else:
-            data = intent.to_dict()
-            if self.ended_at is not None:
-                data["latency_s"] = round(time.monotonic() - self.ended_at, 4)
-            self.emit(EventType.INTENT, data)
+            self.emit(ev.Intent(**intent.to_dict(), latency_s=self.latency()))
         return intent
 
     async def handle(self, intent: Intent) -> Response:
@@ -255,10 +268,7 @@ class Run:
         response = await self._call("handle", self.services.handle_hook, intent, self.context)
         if response is None:
             response = Response(speech=CANNOT_DO, handler="")
-        self.emit(
-            EventType.HANDLED,
-            {**response.to_dict(), "seconds": round(time.monotonic() - started, 4)},
-        )
+        self.emit(ev.Handled(**response.to_dict(), seconds=round(time.monotonic() - started, 4)))
         return response
 
     async def answer(self, transcript: Transcript) -> Response:
@@ -289,13 +299,12 @@ class Run:
             if not self.audio_started:
                 self.audio_started = True
                 self.emit(
-                    EventType.TTS_AUDIO,
-                    {
-                        "engine": engine,
-                        "sentence": 1,
-                        "time_to_first_audio_s": round(time.monotonic() - started, 4),
-                        "rate": chunk.format.rate,
-                    },
+                    ev.TtsAudio(
+                        engine=engine,
+                        sentence=1,
+                        time_to_first_audio_s=round(time.monotonic() - started, 4),
+                        rate=chunk.format.rate,
+                    )
                 )
             yield chunk
 

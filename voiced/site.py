@@ -8,21 +8,22 @@ Time here is stream time (seconds of audio heard), so files replay the same at a
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from voiced import events as ev
 from voiced.audio import AudioChunk
 from voiced.config import ConversationConfig
-from voiced.events import Event, EventType
+from voiced.events import Event
 from voiced.run import Phase, Run, Utterance
 from voiced.segmenter import SpeechEnded, SpeechStarted, UtteranceSegmenter
+from voiced.site_runs import SiteRuns
 from voiced.stages import WakeDetection
 
 log = logging.getLogger(__name__)
 
 
-class Site:
+class Site(SiteRuns):
     """Feeds audio through wake and VAD and hands finished utterances to ``submit``.
 
     Its state (idle, listening, thinking, speaking) is derived from its runs' phases.
@@ -42,52 +43,35 @@ class Site:
         hears_playback: bool = True,
         muted: bool = False,
     ) -> None:
-        self.site_id = site_id
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
         # A microphone beside a speaker hears our answers; a file or a pipe does not.
         self.hears_playback = hears_playback
         self.segmenter = segmenter
         self.wakes = wakes
         self.conversation = conversation
-        self.emit = emit
         self.submit = submit
         self.make_run = make_run
         self.sinks = sinks
-        self.muted = muted
         self.current: Run | None = None  # the run being listened to
         self.awake_until: float | None = None  # stream time; None = not awake
-        self.runs: dict[str, Run] = {}  # runs not ended yet, by run id
-        self.state = "idle"
         self.clock = 0.0  # seconds of audio fed here (the segmenter counts only what VAD saw)
-        if self.muted:
-            self.emit(Event(EventType.MUTED, None, site_id, {"muted": True, "reason": "config"}))
+        if muted:
+            emit(ev.Muted(True, "config").event(None, site_id))
+        super().__init__(site_id, emit, muted)
 
     # -- runs -------------------------------------------------------------------------------
-
-    def adopt(self, run: Run) -> Run:
-        """Follow a run at this site (its phase changes update the site's state)."""
-        run.on_change = self._run_changed
-        self.runs[run.run_id] = run
-        return run
 
     def start_run(self, reason: str) -> Run:
         run = self.adopt(self.make_run(self.site_id))
         return run.start(reason)
 
     def _run_changed(self, run: Run) -> None:
-        if run.ended:
-            self.runs.pop(run.run_id, None)
-            if run is self.current:
-                self.current, self.awake_until = None, None
-        self.update_state()
+        if run.ended and run is self.current:
+            self.current, self.awake_until = None, None
+        super()._run_changed(run)
 
-    @property
-    def speaking(self) -> bool:
-        return any(r.phase == Phase.SPEAKING for r in self.runs.values())
-
-    @property
-    def thinking(self) -> bool:
-        return any(r.phase == Phase.THINKING for r in self.runs.values())
+    def awake(self) -> bool:
+        return self.awake_until is not None
 
     # -- audio in ---------------------------------------------------------------------------
 
@@ -141,7 +125,7 @@ class Site:
             wake.reset()
         if muted and self.current is not None:
             self._end_listening("muted")
-        self.emit(Event(EventType.MUTED, None, self.site_id, {"muted": muted, "reason": reason}))
+        self.emit(ev.Muted(muted, reason).event(None, self.site_id))
         self.update_state()
 
     def listen(self, reason: str = "command", seconds: float | None = None) -> Run:
@@ -163,21 +147,6 @@ class Site:
         if self.current is not None:
             self._end_listening(reason)
         return cancelled
-
-    def update_state(self) -> None:
-        if self.speaking:
-            state = "speaking"
-        elif self.thinking:
-            state = "thinking"
-        elif self.awake_until is not None or any(
-            r.phase == Phase.LISTENING for r in self.runs.values()
-        ):
-            state = "listening"
-        else:
-            state = "idle"
-        if state != self.state:
-            self.state = state
-            self.emit(Event(EventType.STATE, None, self.site_id, {"state": state}))
 
     # -- internals --------------------------------------------------------------------------
 
@@ -202,18 +171,13 @@ class Site:
         if self.current is not None:
             self._end_listening("wake-again")
         run = self.listen(reason="barge-in" if barge_in else "wake")
-        self.emit(
-            Event(
-                EventType.WAKE,
-                run.run_id,
-                self.site_id,
-                {
-                    "name": detection.name,
-                    "score": round(float(detection.score), 4),
-                    "stream_time": round(self.clock, 3),
-                    "barge_in": barge_in,
-                    **detection.data,
-                },
+        run.emit(
+            ev.Wake(
+                name=detection.name,
+                score=round(float(detection.score), 4),
+                stream_time=round(self.clock, 3),
+                barge_in=barge_in,
+                extra=dict(detection.data),
             )
         )
 
@@ -222,32 +186,15 @@ class Site:
             self.cancel("barge-in")
         if self.current is None:
             self.current = self.start_run("speech")
-        self.emit(
-            Event(
-                EventType.VAD_START,
-                self.current.run_id,
-                self.site_id,
-                {"stream_time": round(self._time_of(event.stream_time), 3)},
-            )
-        )
+        self.current.emit(ev.VadStart(round(self._time_of(event.stream_time), 3)))
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
         run = self.current or self.start_run("speech")
         self.current, self.awake_until = None, None
-        self.emit(
-            Event(
-                EventType.VAD_END,
-                run.run_id,
-                self.site_id,
-                {
-                    "stream_time": round(self._time_of(event.stream_time), 3),
-                    "seconds": round(event.seconds, 3),
-                    "reason": event.reason,
-                },
-            )
-        )
-        run.ended_at = time.monotonic()
+        stream_time = round(self._time_of(event.stream_time), 3)
+        run.emit(ev.VadEnd(stream_time, round(event.seconds, 3), event.reason))
+        run.speech_ended()
         run.set_phase(Phase.THINKING)  # queued for ASR
         await self.submit(Utterance(run, event.audio, event.reason))
 

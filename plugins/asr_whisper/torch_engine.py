@@ -19,8 +19,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from voiced.accel import choose_torch_device
-from voiced.intents import Transcript
+from voiced.api.devices import choose_torch_device
+from voiced.api.intents import Transcript
 
 from .common import (
     FULL_WINDOW_S,

@@ -30,8 +30,9 @@ from wyoming.tts import Synthesize
 from wyoming.vad import VoiceStarted, VoiceStopped
 from wyoming.wake import Detection
 
-from voiced.events import Event, EventType
-from voiced.hookspecs import hookimpl
+from voiced.api import events as ev
+from voiced.api.events import Event, EventType
+from voiced.api.hooks import hookimpl
 
 log = logging.getLogger(__name__)
 
@@ -79,19 +80,20 @@ class WyomingOptions(BaseModel):
 
 # What satellites hear of their own runs, as Wyoming events.
 def _to_wyoming(event: Event) -> Any:
-    data = event.data
     if event.type == EventType.WAKE:
-        return Detection(name=data.get("name")).event()
+        return Detection(name=ev.Wake.from_event(event).name).event()
     if event.type == EventType.VAD_START:
         return VoiceStarted().event()
     if event.type == EventType.VAD_END:
         return VoiceStopped().event()
     if event.type == EventType.TRANSCRIPT:
-        return WyTranscript(text=data.get("text", ""), language=data.get("language")).event()
+        transcript = ev.Transcript.from_event(event)
+        return WyTranscript(text=transcript.text, language=transcript.language).event()
     if event.type == EventType.TTS_START:
-        return Synthesize(text=data.get("text", "")).event()
+        return Synthesize(text=ev.TtsStart.from_event(event).text).event()
     if event.type == EventType.ERROR:
-        return Error(text=str(data.get("message", "")), code=data.get("stage")).event()
+        error = ev.Error.from_event(event)
+        return Error(text=error.message, code=error.stage).event()
     return None
 
 

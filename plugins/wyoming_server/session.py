@@ -33,17 +33,18 @@ from wyoming.tts import (
 )
 from wyoming.wake import Detect, Detection, NotDetected
 
-from voiced.audio import (
+from voiced.api import events as ev
+from voiced.api.app import Phase, Run, StageFailed
+from voiced.api.audio import (
     PCM_BYTES_PER_SECOND,
     AudioChunk,
     AudioFormat,
     AudioFormatError,
     StreamConverter,
 )
-from voiced.events import EventType, error_event
-from voiced.intents import Intent, Transcript
-from voiced.run import Phase, Run, StageFailed
-from voiced.sentences import split_sentences
+from voiced.api.events import error_event
+from voiced.api.intents import Intent, Transcript
+from voiced.api.text import split_sentences
 
 if TYPE_CHECKING:
     from voiced_plugins.wyoming_server import WyomingService
@@ -347,14 +348,8 @@ class Session(AsyncEventHandler):
                 other.reset()
             await self.send(Detection(name=detection.name, timestamp=timestamp).event())
             run = self._run or self._open_run("wyoming-detect", Phase.LISTENING)
-            run.emit(
-                EventType.WAKE,
-                {
-                    "name": detection.name,
-                    "score": round(float(detection.score), 4),
-                    **detection.data,
-                },
-            )
+            score = round(float(detection.score), 4)
+            run.emit(ev.Wake(name=detection.name, score=score, extra=dict(detection.data)))
             self._close_run("done")
             return
 
