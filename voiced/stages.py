@@ -46,6 +46,9 @@ class WakeDetection:
 
 
 class Wake(Stage, Protocol):
+    names: list[str]
+    """The wake words it listens for (what Wyoming's ``describe`` offers)."""
+
     def process(self, chunk: AudioChunk) -> WakeDetection | None:
         """Feed pipeline-format audio; returns a detection when a wake word was heard."""
 

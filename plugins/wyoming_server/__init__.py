@@ -288,19 +288,9 @@ async def _open(uri: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 
 
 def _words_of(stage: Any, stage_name: str) -> list[str]:
-    """The wake words a loaded wake stage listens for (its own list, else its name)."""
-    for attr in ("wake_words", "words", "names", "models"):
-        value = getattr(stage, attr, None)
-        if isinstance(value, dict):
-            value = list(value)
-        if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
-            return [str(v) for v in value]
-    info = getattr(stage, "info", None) or {}
-    for key in ("wake_words", "models", "names"):
-        value = info.get(key) if isinstance(info, dict) else None
-        if isinstance(value, list) and value:
-            return [str(v) for v in value]
-    return [stage_name]
+    """The wake words a wake stage listens for (``Wake.names``), else the stage's name."""
+    names = getattr(stage, "names", None)  # optional in third-party wake stages
+    return [str(n) for n in names] if names else [stage_name]
 
 
 @hookimpl
