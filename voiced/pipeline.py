@@ -28,6 +28,7 @@ from voiced.run import Phase, Run, StageFailed, StageTimeout, Utterance
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
+from voiced.stages import Sink, Source
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +50,8 @@ class Pipeline:
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="voiced")
         self.sites: dict[str, Site] = {}
         self.queue: asyncio.Queue[Utterance] | None = None
-        self.sources: list[Any] = []
-        self.sinks: list[Any] = []
+        self.sources: list[Source] = []
+        self.sinks: list[Sink] = []
         self.components: dict[tuple[str, str], Any] = {}
         self.asr: EngineChain | None = None
         self.tts: EngineChain | None = None
@@ -170,7 +171,7 @@ class Pipeline:
     def make_stage(self, kind: str, name: str) -> Any:
         return make_stage(self.host, self.settings, kind, name, app=self)
 
-    async def attach_site(self, source: Any, sinks: list[Any] | None = None) -> None:
+    async def attach_site(self, source: Source, sinks: list[Sink] | None = None) -> None:
         """Make ``source`` a site and feed it in a task of the daemon's own."""
         site = await self._new_site(source.site_id, sinks, getattr(source, "hears_playback", True))
         task = asyncio.create_task(self._feed(site, source), name=f"site:{source.site_id}")
@@ -323,12 +324,12 @@ class Pipeline:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def run_site(self, source: Any, sinks: list[Any] | None = None) -> None:
+    async def run_site(self, source: Source, sinks: list[Sink] | None = None) -> None:
         """Feed one source through its own wake/VAD; returns when the source ends."""
         site = await self._new_site(source.site_id, sinks, getattr(source, "hears_playback", True))
         await self._feed(site, source)
 
-    async def _feed(self, site: Site, source: Any) -> None:
+    async def _feed(self, site: Site, source: Source) -> None:
         try:
             async for chunk in source.chunks():
                 if not self.accepting:
@@ -345,7 +346,7 @@ class Pipeline:
             await site.finish()
 
     async def _new_site(
-        self, site_id: str, sinks: list[Any] | None, hears_playback: bool = True
+        self, site_id: str, sinks: list[Sink] | None, hears_playback: bool = True
     ) -> Site:
         if site_id in self.sites:
             return self.sites[site_id]
@@ -464,7 +465,7 @@ class Pipeline:
         if site is not None and self._wants_follow_up(response):
             site.listen(reason="follow-up", seconds=self.settings.conversation.follow_up_seconds)
 
-    def _sinks_of(self, site_id: str) -> list[Any]:
+    def _sinks_of(self, site_id: str) -> list[Sink]:
         site = self.sites.get(site_id)
         return site.sinks if site is not None and site.sinks is not None else self.sinks
 

@@ -18,7 +18,7 @@ from voiced.events import Event
 from voiced.run import Phase, Run, Utterance
 from voiced.segmenter import SpeechEnded, SpeechStarted, UtteranceSegmenter
 from voiced.site_runs import SiteRuns
-from voiced.stages import WakeDetection
+from voiced.stages import Sink, Wake, WakeDetection
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +33,12 @@ class Site(SiteRuns):
         self,
         site_id: str,
         segmenter: UtteranceSegmenter,
-        wakes: list[Any],
+        wakes: list[Wake],
         conversation: ConversationConfig,
         emit: Callable[[Event], None],
         submit: Callable[[Utterance], Any],
         make_run: Callable[[str], Run],
-        sinks: list[Any] | None = None,
+        sinks: list[Sink] | None = None,
         claim_wake: Callable[[str, WakeDetection], Awaitable[bool]] | None = None,
         hears_playback: bool = True,
         muted: bool = False,
