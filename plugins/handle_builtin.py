@@ -24,10 +24,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.context import RunContext
-from voiced.events import Event, EventType
-from voiced.hookspecs import hookimpl
-from voiced.intents import Intent, Response
+from voiced.api.app import RunContext
+from voiced.api.events import Event, EventType
+from voiced.api.hooks import hookimpl
+from voiced.api.intents import Intent, Response
 
 log = logging.getLogger(__name__)
 

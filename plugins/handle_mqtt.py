@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.context import RunContext
-from voiced.hookspecs import hookimpl
-from voiced.intents import Intent, Response
+from voiced.api.app import RunContext
+from voiced.api.hooks import hookimpl
+from voiced.api.intents import Intent, Response
 
 log = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from voiced.context import RunContext
-from voiced.hookspecs import hookimpl
-from voiced.intents import Intent, Transcript
-from voiced.redact import split_credentials
+from voiced.api.app import RunContext
+from voiced.api.hooks import hookimpl
+from voiced.api.intents import Intent, Transcript
+from voiced.api.text import split_credentials
 
 log = logging.getLogger(__name__)
 

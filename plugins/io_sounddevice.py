@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.audio import AudioChunk, AudioFormat, StreamConverter
-from voiced.events import error_event
-from voiced.hookspecs import hookimpl
+from voiced.api.audio import AudioChunk, AudioFormat, StreamConverter
+from voiced.api.events import error_event
+from voiced.api.hooks import hookimpl
 
 log = logging.getLogger(__name__)
 

@@ -17,14 +17,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from voiced.audio import (
+from voiced.api.audio import (
     PIPELINE_FORMAT,
     AudioChunk,
     AudioFormat,
     AudioFormatError,
     StreamConverter,
 )
-from voiced.hookspecs import hookimpl
+from voiced.api.hooks import hookimpl
 
 log = logging.getLogger(__name__)
 

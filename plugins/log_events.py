@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-import sys
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from voiced.events import Event, EventType
-from voiced.hookspecs import hookimpl
-from voiced.logs import fields
+from voiced.api.events import Event, EventType, print_json_line
+from voiced.api.hooks import hookimpl
+from voiced.api.logs import fields
 
 log = logging.getLogger("voiced.events")
 
@@ -54,8 +53,7 @@ class EventLogger:
     @hookimpl
     def voiced_event(self, event: Event) -> None:
         if self.options.format == "json":
-            sys.stdout.write(event.to_json() + "\n")
-            sys.stdout.flush()
+            print_json_line(event)
             return
         level = logging.WARNING if event.type == EventType.ERROR else self.level
         journal = fields(run_id=event.run_id, site_id=event.site_id, voiced_event=event.type)

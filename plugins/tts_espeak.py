@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.audio import AudioChunk, AudioFormat
-from voiced.hookspecs import hookimpl
+from voiced.api.audio import AudioChunk, AudioFormat
+from voiced.api.hooks import hookimpl
 
 log = logging.getLogger(__name__)
 

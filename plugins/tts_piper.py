@@ -22,9 +22,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.accel import DeviceError, probe_onnxruntime
-from voiced.audio import AudioChunk, AudioFormat, float_to_pcm16
-from voiced.hookspecs import hookimpl
+from voiced.api.audio import AudioChunk, AudioFormat, float_to_pcm16
+from voiced.api.devices import DeviceError, probe_onnxruntime
+from voiced.api.hooks import hookimpl
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.accel import choose_torch_device, from_pretrained_dtype
-from voiced.audio import AudioChunk, AudioFormat, float_to_pcm16
-from voiced.hookspecs import hookimpl
+from voiced.api.audio import AudioChunk, AudioFormat, float_to_pcm16
+from voiced.api.devices import choose_torch_device, from_pretrained_dtype
+from voiced.api.hooks import hookimpl
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.audio import PIPELINE_FORMAT
-from voiced.hookspecs import hookimpl
+from voiced.api.audio import PIPELINE_FORMAT
+from voiced.api.hooks import hookimpl
 
 
 class WebrtcVadOptions(BaseModel):

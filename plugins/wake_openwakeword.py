@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from voiced.audio import PIPELINE_FORMAT, AudioChunk
-from voiced.hookspecs import hookimpl
-from voiced.stages import WakeDetection
+from voiced.api.audio import PIPELINE_FORMAT, AudioChunk
+from voiced.api.hooks import hookimpl
+from voiced.api.stages import WakeDetection
 
 log = logging.getLogger(__name__)
 

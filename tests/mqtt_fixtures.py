@@ -296,7 +296,13 @@ class RecordingAssistant:
         self.calls.append(("listen", site_id))
 
     def set_muted(self, muted: bool, site_id: str | None = None) -> None:
+        """Records the call and reports it as the core does: ``muted``, then ``state``."""
+        from voiced import events as ev
+
         self.calls.append(("mute", muted, site_id))
+        site = site_id or self.site_id
+        self.emit(ev.Muted(muted, "command").event(None, site))
+        self.emit(ev.State("idle", muted).event(None, site))
 
     def cancel(self, site_id: str | None = None) -> None:
         self.calls.append(("cancel", site_id))

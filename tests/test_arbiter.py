@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from voiced.arbiter import WAKE_IGNORED, ArbiterConfig, WakeArbiter
-from voiced.events import Event
+from voiced.arbiter import ArbiterConfig, WakeArbiter
+from voiced.events import Event, EventType
 from voiced.stages import WakeDetection
 
 
@@ -36,7 +36,7 @@ async def test_earliest_site_wins_and_the_later_one_is_told_why():
     assert await arb.claim("kitchen", jarvis())
     clock.now += 0.1
     assert not await arb.claim("living-room", jarvis(score=0.99))
-    assert [e.type for e in events] == [WAKE_IGNORED]
+    assert [e.type for e in events] == [EventType.WAKE_IGNORED]
     ignored = events[0]
     assert ignored.site_id == "living-room"
     assert ignored.data["winner"] == "kitchen"
@@ -79,7 +79,7 @@ async def test_loudest_site_wins_even_when_it_heard_the_word_later():
 
     far, near = await asyncio.gather(arb.claim("hallway", jarvis(0.6)), later("kitchen", 0.97))
     assert (far, near) == (False, True)
-    assert [(e.type, e.site_id) for e in events] == [(WAKE_IGNORED, "hallway")]
+    assert [(e.type, e.site_id) for e in events] == [(EventType.WAKE_IGNORED, "hallway")]
     assert events[0].data["winner"] == "kitchen"
     assert "louder" in events[0].data["reason"]
 

@@ -100,3 +100,17 @@ def test_an_optional_stage_that_fails_to_load_is_reported_and_the_daemon_runs_on
     assert error["data"]["stage"] == "intent"
     assert "hassil failed to load, running without it" in error["data"]["message"]
     assert len([e for e in events if e["type"] == "transcript"]) == 2
+
+
+def test_realtime_without_a_source_applies_to_the_configured_sources_that_have_the_option(
+    tmp_path,
+):
+    import argparse
+
+    from voiced.cli import cli_overrides, plugin_host
+
+    config = tmp_path / "voiced.toml"
+    config.write_text('[pipeline]\nsource = ["file", "stdin"]\n')
+    args = argparse.Namespace(config=str(config), realtime=True)
+    expected = {"stages": {"source": {"file": {"realtime": True}}}}  # stdin has no such option
+    assert cli_overrides(args, plugin_host()) == expected

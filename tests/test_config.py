@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from voiced.building import check_config
+from voiced.building import check_config, validate_options
 from voiced.config import ConfigError, load_settings, masked
 from voiced.plugins import load_plugins
 
@@ -98,6 +98,16 @@ def test_stage_options_can_come_from_the_environment(write, monkeypatch):
     monkeypatch.setenv("VOICED_STAGES__VAD__WEBRTC__AGGRESSIVENESS", "1")
     settings = load_settings(write(""))
     assert settings.stage_options("vad", "webrtc") == {"aggressiveness": "1"}
+
+
+def test_a_list_option_of_a_stage_can_come_from_the_environment(write, monkeypatch):
+    monkeypatch.setenv("VOICED_STAGES__INTENT__HASSIL__SENTENCES", "[]")
+    monkeypatch.setenv("VOICED_STAGES__SOURCE__FILE__PATH", "[draft].wav")  # not JSON: a string
+    settings = load_settings(write('[stages.intent.hassil]\nsentences = ["a.yaml"]\n'))
+    host = load_plugins()
+    check_config(host, settings)
+    assert validate_options(host, settings, "intent", "hassil", "pipeline.intent").sentences == []
+    assert settings.stage_options("source", "file") == {"path": "[draft].wav"}
 
 
 def test_an_unknown_stage_lists_the_available_ones(write):

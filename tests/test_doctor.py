@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from voiced_plugins.mqtt import MqttOptions
+from voiced_plugins.mqtt.doctor import mqtt_check
 
 from voiced import accel
 from voiced.accel import Ct2Probe, GpuInfo, OnnxProbe, TorchProbe
@@ -24,7 +25,6 @@ from voiced.doctor import (
     engine_checks,
     gpu_checks,
     matmul_check,
-    mqtt_check,
     override_env_check,
     rocm_kernels_check,
     run_matmul,

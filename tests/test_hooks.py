@@ -138,3 +138,37 @@ def test_hook_voiced_doctor_checks_results_are_collected(pm):
 
     pm.register(Checks(), name="checks")
     assert pm.hook.voiced_doctor_checks(config=None) == [[{"name": "kettle", "ok": True}]]
+
+
+@pytest.mark.parametrize("hook", ["voiced_event", "voiced_register_stages", "voiced_doctor_checks"])
+def test_a_wrapper_of_a_hook_called_one_at_a_time_is_rejected_at_start_up(hook):
+    from voiced.plugins import PluginError
+
+    arguments = {"voiced_event": "event", "voiced_register_stages": "register"}
+    name = arguments.get(hook, "config")
+    namespace = {"__name__": hook}
+    exec(f"def {hook}(self, {name}):\n    return (yield)\n", namespace)
+    Wrapper = type("Wrapper", (), {hook: hookimpl(wrapper=True)(namespace[hook])})
+    with pytest.raises(PluginError, match=rf"'wrapping': {hook} cannot be a hook wrapper"):
+        load_plugins(extra=[("wrapping", Wrapper())])
+
+
+def test_a_wrapper_of_recognize_sees_the_answer_through_pluggy(pm):
+    seen = []
+
+    class Templates:
+        @hookimpl
+        def voiced_recognize(self, transcript, context):
+            return Intent("HassTurnOn")
+
+    class Audit:
+        @hookimpl(wrapper=True)
+        def voiced_recognize(self, transcript, context):
+            intent = yield
+            seen.append(intent.name)
+            return intent
+
+    pm.register(Templates(), name="templates")
+    pm.register(Audit(), name="audit")
+    intent = pm.hook.voiced_recognize(transcript=Transcript("turn on"), context=RunContext())
+    assert intent.name == "HassTurnOn" and seen == ["HassTurnOn"]

@@ -36,6 +36,7 @@ ALLOWED = {
 async def announced(mosquitto, assistant, mqtt_recorder):
     recorder = mqtt_recorder("homeassistant/#")
     svc = MqttService(MqttOptions(url=mosquitto.url, site_id="kitchen"), assistant)
+    assistant.observers.append(svc)  # it hears the daemon's events, as in voiced run
     await svc.start()
     raw = await recorder.first("homeassistant/device/voiced_kitchen/config")
     yield svc, json.loads(raw), recorder

@@ -8,8 +8,9 @@ import pytest
 from mqtt_fixtures import eventually
 from voiced_plugins.mqtt import MqttOptions, MqttService
 
+from voiced import events as ev
 from voiced.events import Event, EventType
-from voiced.intents import Intent, Transcript
+from voiced.intents import Intent
 
 
 @pytest.fixture
@@ -24,19 +25,19 @@ async def hermes_service(mosquitto, assistant):
 
 async def test_a_run_maps_to_the_hermes_topics_rhasspy_flows_expect(hermes_service, mqtt_recorder):
     recorder = mqtt_recorder("hermes/#")
-    transcript = Transcript("set the den light to 50 percent", audio_seconds=2.25)
+    text = "set the den light to 50 percent"
     intent = Intent(
         "HassLightSet",
         {"name": "den light", "brightness": {"value": 50, "text": "50 percent"}},
-        text=transcript.text,
+        text=text,
         confidence=0.9,
     )
     for event in [
-        Event(EventType.RUN_START, "s1", "den"),
-        Event(EventType.WAKE, "s1", "den", {"name": "hey_jarvis", "score": 0.8}),
-        Event(EventType.TRANSCRIPT, "s1", "den", {"transcript": transcript}),
-        Event(EventType.INTENT, "s1", "den", {"intent": intent}),
-        Event(EventType.RUN_END, "s1", "den"),
+        ev.RunStart("wake").event("s1", "den"),
+        ev.Wake("hey_jarvis", 0.8).event("s1", "den"),
+        ev.Transcript(text, "whisper", "en", 2.25, 0.5, 0.3, 0.13, False).event("s1", "den"),
+        ev.Intent(**intent.to_dict()).event("s1", "den"),
+        ev.RunEnd("done").event("s1", "den"),
     ]:
         hermes_service.voiced_event(event)
 
@@ -70,9 +71,7 @@ async def test_a_run_maps_to_the_hermes_topics_rhasspy_flows_expect(hermes_servi
 
 async def test_not_recognized_is_published(hermes_service, mqtt_recorder):
     recorder = mqtt_recorder("hermes/nlu/#")
-    hermes_service.voiced_event(
-        Event(EventType.INTENT_NOT_RECOGNIZED, "s2", "den", {"text": "sing a song"})
-    )
+    hermes_service.voiced_event(ev.IntentNotRecognized("sing a song", []).event("s2", "den"))
     payload = json.loads(await recorder.first("hermes/nlu/intentNotRecognized"))
     assert payload["input"] == "sing a song" and payload["sessionId"] == "s2"
 

@@ -8,6 +8,7 @@ import json
 from mqtt_fixtures import eventually
 from voiced_plugins.mqtt import MqttOptions, MqttService
 
+from voiced import events as ev
 from voiced.events import Event, EventType
 
 TOPIC = "voiced/default/event/timer"
@@ -99,7 +100,8 @@ async def test_a_flood_with_the_broker_up_is_reported_as_falling_behind_not_as_b
 
 async def test_state_topics_are_refreshed_after_a_reconnect(mosquitto, assistant, mqtt_recorder):
     svc = await service_for(mosquitto, assistant)
-    svc.voiced_event(Event(EventType.TRANSCRIPT, "r1", data={"text": "what time is it"}))
+    heard = ev.Transcript("what time is it", "whisper", "en", 1.2, 0.4, 0.3, 0.25, False)
+    svc.voiced_event(heard.event("r1"))
     probe = mqtt_recorder("voiced/default/transcript")
     assert await probe.first("voiced/default/transcript") == b"what time is it"
     # a broker without persistence forgets retained messages: the service re-publishes them

@@ -8,8 +8,9 @@ import pytest
 from mqtt_fixtures import eventually
 from voiced_plugins.mqtt import MqttOptions, MqttService
 
+from voiced import events as ev
 from voiced.events import Event, EventType
-from voiced.intents import Intent, Response, Transcript
+from voiced.intents import Intent, Response
 
 
 @pytest.fixture
@@ -30,19 +31,24 @@ async def service(mosquitto, assistant):
 
 
 def run_events(run_id: str = "r1", site: str = "default") -> list[Event]:
-    transcript = Transcript("turn on the kitchen light", engine="whisper", audio_seconds=1.5)
-    intent = Intent("HassTurnOn", {"name": "kitchen light"}, text=transcript.text)
+    """One run's events as the core emits them (voiced/events.py payloads)."""
+    text = "turn on the kitchen light"
+    intent = Intent("HassTurnOn", {"name": "kitchen light"}, text=text)
     response = Response("Turned on the kitchen light", handler="builtin")
     return [
-        Event(EventType.RUN_START, run_id, site),
-        Event(EventType.VAD_START, run_id, site),
-        Event(EventType.VAD_END, run_id, site),
-        Event(EventType.TRANSCRIPT, run_id, site, {"transcript": transcript}),
-        Event(EventType.INTENT, run_id, site, {"intent": intent}),
-        Event(EventType.HANDLED, run_id, site, {"response": response}),
-        Event(EventType.TTS_START, run_id, site),
-        Event(EventType.TTS_AUDIO, run_id, site, {"audio": b"\x00\x01" * 800}),
-        Event(EventType.RUN_END, run_id, site),
+        ev.RunStart("wake").event(run_id, site),
+        ev.State("listening", False).event(None, site),
+        ev.VadStart(0.5).event(run_id, site),
+        ev.VadEnd(2.0, 1.5, "silence").event(run_id, site),
+        ev.State("thinking", False).event(None, site),
+        ev.Transcript(text, "whisper", "en", 1.5, 0.4, 0.3, 0.2, False).event(run_id, site),
+        ev.Intent(**intent.to_dict()).event(run_id, site),
+        ev.Handled(**response.to_dict(), seconds=0.01).event(run_id, site),
+        ev.State("speaking", False).event(None, site),
+        ev.TtsStart(response.speech, 1).event(run_id, site),
+        ev.TtsAudio("piper", 1, 0.2, 22050).event(run_id, site),
+        ev.RunEnd("done").event(run_id, site),
+        ev.State("idle", False).event(None, site),
     ]
 
 
@@ -51,11 +57,14 @@ async def test_every_event_is_published_as_json_on_its_own_topic(service, mqtt_r
     events = run_events(site="kitchen")
     for event in events:
         service.voiced_event(event)
-    for event in events:
-        payload = json.loads(await recorder.first(f"voiced/kitchen/event/{event.type}"))
-        assert payload == json.loads(event.to_json())
+    for kind in {str(e.type) for e in events}:
+        topic = f"voiced/kitchen/event/{kind}"
+        expected = [json.loads(e.to_json()) for e in events if e.type == kind]
+        count = len(expected)
+        await recorder.until(lambda _ms, t=topic, n=count: len(recorder.payloads(t)) >= n)
+        assert [json.loads(p) for p in recorder.payloads(topic)] == expected
     transcript = json.loads(await recorder.first("voiced/kitchen/event/transcript"))
-    assert transcript["data"]["transcript"]["text"] == "turn on the kitchen light"
+    assert transcript["data"]["text"] == "turn on the kitchen light"
     assert transcript["run_id"] == "r1" and transcript["site_id"] == "kitchen"
 
 
@@ -84,7 +93,7 @@ async def test_run_state_and_last_results_are_retained_state_topics(service, mqt
 
 async def test_state_events_from_the_daemon_set_the_state_topic(service, mqtt_recorder):
     states = mqtt_recorder("voiced/default/state")
-    service.voiced_event(Event(EventType.STATE, None, "default", {"state": "speaking"}))
+    service.voiced_event(ev.State("speaking", False).event(None, "default"))
     await states.until(lambda ms: ms and ms[-1][1] == b"speaking")
 
 

@@ -1,7 +1,9 @@
 """The wyoming service with the wyoming package's own client, against a real running daemon.
 
 Home Assistant's requests (describe, transcribe, synthesize, detect, recognize, handle) and
-satellites (rooms streaming audio and getting their answers back) on 127.0.0.1.
+satellites (rooms streaming audio and getting their answers back) on 127.0.0.1. The tests
+taking ``served`` run twice: against the real daemon and against a small Assistant
+(tests/wyoming_assistant.py), since the plugin reaches the daemon only through that API.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.server import AsyncEventHandler, AsyncTcpServer
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart, SynthesizeStop
 from wyoming.wake import Detect
+from wyoming_assistant import ScriptedAsr, SmallAssistant
 
 from voiced.audio import PIPELINE_FORMAT, float_to_pcm16, pcm_to_float, resample
 from voiced.daemon import prepare
@@ -244,6 +247,64 @@ async def test_a_transcript_sent_to_handle_is_acted_on_and_answered(daemon, reco
     assert answer.type == "handled"
     assert "light" in Handled.from_event(answer).text.lower()
     assert recorder.of("handled")
+
+
+# -- the same tests against the real daemon and a small Assistant -------------------------------
+
+
+@pytest_asyncio.fixture(params=["daemon", "small-assistant"], loop_scope="module")
+async def served(request, daemon):
+    """(Wyoming service, the events its app saw): the real daemon's, or one on SmallAssistant."""
+    if request.param == "daemon":
+        daemon.recorder.events.clear()
+        yield daemon.stage("service", "wyoming"), daemon.recorder.events
+        return
+    app = SmallAssistant(ScriptedAsr("what time is it"))
+    service = WyomingService(
+        WyomingOptions(uri="tcp://127.0.0.1:0", services=["tts", "handle"]), app
+    )
+    service.load()
+    await service.start()
+    yield service, app.events
+    await service.stop()
+    service.close()
+    app.close()
+
+
+def run_of(events: list[Any], reason: str) -> list[str]:
+    run_id = next(e.run_id for e in events if e.type == "run-start" and e.data["reason"] == reason)
+    return [str(e.type) for e in events if e.run_id == run_id]
+
+
+async def test_a_transcript_nobody_understands_is_not_handled_in_a_run_of_its_own(served):
+    service, events = served
+    host, port = service.address
+    async with AsyncTcpClient(host, port) as client:
+        await client.write_event(Transcript(text="sing me a song about ducks").event())
+        answer = (await read_until(client, "handled", "not-handled"))[-1]
+    assert answer.type == "not-handled"
+    assert answer.data["text"] == service.app.settings.pipeline.not_understood
+    await eventually(lambda: "run-end" in run_of(events, "wyoming-transcript"))
+    assert run_of(events, "wyoming-transcript") == [
+        "run-start",
+        "intent-not-recognized",
+        "run-end",
+    ]
+
+
+async def test_synthesized_speech_comes_in_chunks_of_the_configured_size(served):
+    service, events = served
+    host, port = service.address
+    async with AsyncTcpClient(host, port) as client:
+        await client.write_event(Synthesize(text="Dinner is ready. Come and eat.").event())
+        got = await read_until(client, "audio-stop")
+    start = AudioStart.from_event(got[0])
+    assert got[0].type == "audio-start" and start.rate == service.app.voice_format().rate
+    chunks = [AudioChunk.from_event(e) for e in got if e.type == "audio-chunk"]
+    limit = service.options.samples_per_chunk * start.width * start.channels
+    assert chunks and all(0 < len(c.audio) <= limit for c in chunks)
+    await eventually(lambda: "run-end" in run_of(events, "wyoming-synthesize"))
+    assert run_of(events, "wyoming-synthesize") == ["run-start", "tts-audio", "run-end"]
 
 
 # -- satellites ---------------------------------------------------------------------------------

@@ -28,15 +28,12 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.events import Event
+from voiced.events import Event, WakeIgnored
 from voiced.stages import WakeDetection
-
-WAKE_IGNORED = "wake-ignored"
-"""Event type sent for a site whose wake detection lost to another site's."""
 
 
 class ArbiterConfig(BaseModel):
@@ -140,14 +137,14 @@ class WakeArbiter:
                 f"{round_.winner} heard {won.detection.name!r} louder "
                 f"(score {won.detection.score:.3f} vs {claim.detection.score:.3f})"
             )
-        data: dict[str, Any] = {
-            "name": claim.detection.name,
-            "score": round(float(claim.detection.score), 4),
-            "winner": round_.winner,
-            "winner_score": round(float(won.detection.score), 4),
-            "policy": self.config.policy,
-            "window": self.config.window,
-            "delay_s": round(claim.at - won.at, 4),
-            "reason": reason,
-        }
-        self.emit(Event(WAKE_IGNORED, None, claim.site_id, data))
+        ignored = WakeIgnored(
+            name=claim.detection.name,
+            score=round(float(claim.detection.score), 4),
+            winner=round_.winner,
+            winner_score=round(float(won.detection.score), 4),
+            policy=self.config.policy,
+            window=self.config.window,
+            delay_s=round(claim.at - won.at, 4),
+            reason=reason,
+        )
+        self.emit(ignored.event(None, claim.site_id))

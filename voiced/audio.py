@@ -28,6 +28,7 @@ class AudioFormat:
 
 
 PIPELINE_FORMAT = AudioFormat(rate=16000, width=2, channels=1)
+PCM_BYTES_PER_SECOND = PIPELINE_FORMAT.bytes_per_second  # 32000: 16 kHz, 16-bit, mono
 """Audio inside the daemon: 16 kHz, 16-bit, mono."""
 
 

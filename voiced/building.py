@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from voiced.config import ConfigError, Settings, format_validation_error
 from voiced.plugins import PluginHost
+from voiced.stages import STAGE_KINDS
 
 
 def unknown_stage_message(host: PluginHost, kind: str, name: str, key: str) -> str:
@@ -61,17 +62,7 @@ def check_config(host: PluginHost, settings: Settings) -> None:
         validate_options(host, settings, kind, name, key)
     where = str(settings.config_file or "config")
     for kind, blocks in settings.stages.items():
-        if kind not in (
-            "source",
-            "wake",
-            "vad",
-            "asr",
-            "intent",
-            "handler",
-            "tts",
-            "sink",
-            "service",
-        ):
+        if kind not in STAGE_KINDS:
             raise ConfigError(f"{where}: stages.{kind}: unknown stage kind")
         for name in blocks:
             if host.stage_spec(kind, name) is None:

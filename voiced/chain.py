@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from voiced.events import Event, EventType
+from voiced.events import EngineFallback, Event, StageLoaded
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +60,8 @@ class EngineChain:
                 continue
             self.loaded.append((name, engine))
             info = dict(getattr(engine, "info", {}) or {})
-            self.emit(
-                Event(
-                    EventType.STAGE_LOADED,
-                    data={
-                        "kind": self.kind,
-                        "name": name,
-                        "seconds": round(time.monotonic() - started, 3),
-                        **info,
-                    },
-                )
-            )
+            seconds = round(time.monotonic() - started, 3)
+            self.emit(StageLoaded(self.kind, name, seconds, info).event())
         if not self.loaded:
             reasons = "; ".join(f"{n}: {r}" for n, r in self.load_errors.items())
             raise ChainError(f"no {self.kind} engine could load ({reasons})")
@@ -101,20 +92,8 @@ class EngineChain:
                     self._resting_until[name] = time.monotonic() + self.retry_after
                 nxt = order[position + 1][0] if position + 1 < len(order) else None
                 log.warning("%s engine %s failed: %s; next: %s", self.kind, name, reason, nxt)
-                self.emit(
-                    Event(
-                        EventType.ENGINE_FALLBACK,
-                        run_id,
-                        site_id,
-                        {
-                            "kind": self.kind,
-                            "engine": name,
-                            "reason": reason,
-                            "phase": "run",
-                            "next": nxt,
-                        },
-                    )
-                )
+                fallback = EngineFallback(self.kind, name, reason, "run", nxt)
+                self.emit(fallback.event(run_id, site_id))
         raise ChainError(f"every {self.kind} engine failed ({'; '.join(errors)})")
 
     def close(self) -> None:
@@ -128,15 +107,5 @@ class EngineChain:
 
     def _fallback(self, name: str, reason: str, index: int, phase: str) -> None:
         rest = [n for n, _ in self.engines[index + 1 :]]
-        self.emit(
-            Event(
-                EventType.ENGINE_FALLBACK,
-                data={
-                    "kind": self.kind,
-                    "engine": name,
-                    "reason": reason,
-                    "phase": phase,
-                    "next": rest[0] if rest else None,
-                },
-            )
-        )
+        fallback = EngineFallback(self.kind, name, reason, phase, rest[0] if rest else None)
+        self.emit(fallback.event())

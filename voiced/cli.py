@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from voiced import __version__
-from voiced.config import ConfigError, masked
-from voiced.events import Event
+from voiced.config import EXIT_CONFIG, ConfigError, masked
+from voiced.events import Event, print_json_line
 from voiced.hookspecs import hookimpl
 from voiced.logs import report_fatal, setup_logging
 from voiced.pipeline import StartupError
 from voiced.plugins import PluginError, PluginHost, load_plugins
-
-EXIT_CONFIG = 2
 
 
 @functools.cache
@@ -35,8 +33,7 @@ class EventPrinter:
 
     @hookimpl
     def voiced_event(self, event: Event) -> None:
-        sys.stdout.write(event.to_json() + "\n")
-        sys.stdout.flush()
+        print_json_line(event)
 
 
 def stage_overrides(kind: str, specs: list[str], host: PluginHost) -> dict[str, Any]:
@@ -111,8 +108,13 @@ def cli_overrides(args: argparse.Namespace, host: PluginHost) -> dict[str, Any]:
             for kind_opts in parts:
                 for opts in kind_opts.get("stages", {}).get("source", {}).values():
                     opts["realtime"] = True
-        else:  # the configured file source
-            parts.append({"stages": {"source": {"file": {"realtime": True}}}})
+        else:  # the configured sources that can play at real time (their options say so)
+            from voiced.config import load_settings
+
+            for name in load_settings(getattr(args, "config", None)).pipeline.source:
+                spec = host.stage_spec("source", name)
+                if spec and spec.options and "realtime" in spec.options.model_fields:
+                    parts.append({"stages": {"source": {name: {"realtime": True}}}})
     if getattr(args, "site_id", None):
         parts.append({"site_id": args.site_id})
     if getattr(args, "muted", False):
@@ -216,7 +218,7 @@ def _toml_value(value: Any) -> str:
 
 
 def cmd_transcribe(args: argparse.Namespace) -> int:
-    from voiced.audio import AudioFormatError, read_pipeline_audio
+    from voiced.audio import PCM_BYTES_PER_SECOND, AudioFormatError, read_pipeline_audio
     from voiced.daemon import prepare
     from voiced.pipeline import Pipeline
 
@@ -238,7 +240,7 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
         engine, transcript = pipeline.asr.call("transcribe", audio, args.language)
         seconds = time.monotonic() - started
         if args.json:
-            audio_s = len(audio) / 32000
+            audio_s = len(audio) / PCM_BYTES_PER_SECOND
             print(
                 json.dumps(
                     {

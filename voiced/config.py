@@ -5,19 +5,29 @@ A bad value fails start-up with the file, the key and the reason (``ConfigError`
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 from voiced.arbiter import ArbiterConfig
 from voiced.redact import redact_urls
 
 DEFAULT_CONFIG_PATHS = (Path("config/voiced.toml"), Path("/etc/voiced/voiced.toml"))
 SECRET_WORDS = ("password", "secret", "token", "api_key", "apikey", "key_file", "keyfile")
+
+
+EXIT_CONFIG = 2
+"""Exit status of a configuration error (systemd must not restart into it in a loop)."""
 
 
 class ConfigError(ValueError):
@@ -116,7 +126,7 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The file's values arrive as init kwargs; the environment overrides them.
-        return (env_settings, init_settings)
+        return (StageEnvSource(settings_cls), init_settings)
 
     def stage_options(self, kind: str, name: str) -> dict[str, Any]:
         """Raw options for a stage; ``a-b`` and ``a_b`` name the same stage (env vars)."""
@@ -126,6 +136,31 @@ class Settings(BaseSettings):
             if normalize_name(key) in wanted:
                 merged.update(self.stages[kind][key])
         return merged
+
+
+class StageEnvSource(EnvSettingsSource):
+    """``VOICED_*`` variables; under ``stages`` a JSON list or object is decoded too.
+
+    Stage options are typed by each plugin, not here, so pydantic-settings sees ``Any`` and
+    would pass ``VOICED_STAGES__INTENT__HASSIL__SENTENCES='[]'`` on as the string ``"[]"``.
+    """
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        if isinstance(data.get("stages"), dict):
+            data["stages"] = _decode_json_leaves(data["stages"])
+        return data
+
+
+def _decode_json_leaves(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _decode_json_leaves(item) for key, item in value.items()}
+    if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value  # the stage's own model says what is wrong with it
+    return value
 
 
 def normalize_name(name: str) -> str:

@@ -1,24 +1,40 @@
-"""What plugins may see and ask of the running daemon."""
+"""What plugins may see and ask of the running daemon: ``Assistant`` and ``RunContext``."""
 
 from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from voiced.audio import AudioFormat
     from voiced.config import Settings
     from voiced.events import Event
+    from voiced.intents import Transcript
+    from voiced.run import Phase, Run
+    from voiced.stages import Sink, Source
 
 
 class Assistant(Protocol):
-    """The daemon as plugins see it (``app`` in stage factories and run contexts)."""
+    """The daemon as plugins see it (``app`` in stage factories and run contexts).
+
+    This is the only way into the daemon for a plugin: a satellite, a Wyoming request and the
+    local microphone all run through these calls, with the same runs, timeouts, executor and
+    events.
+    """
 
     settings: Settings
 
+    @property
+    def accepting(self) -> bool:
+        """False once the daemon is shutting down: take no new audio."""
+
     def emit(self, event: Event) -> None:
         """Broadcast an event; safe to call from any thread."""
+
+    # -- commands --------------------------------------------------------------------------
 
     async def say(self, text: str, site_id: str | None = None) -> None:
         """Speak text at a site (a run of its own, events and all)."""
@@ -27,13 +43,50 @@ class Assistant(Protocol):
         """Start listening at a site without a wake word."""
 
     def set_muted(self, muted: bool, site_id: str | None = None) -> None:
-        """Stop or resume listening at a site."""
+        """Stop or resume listening at a site (every site when ``site_id`` is None)."""
 
     def cancel(self, site_id: str | None = None) -> None:
         """Cancel the run in flight at a site (stops playback)."""
 
+    # -- runs and their stage calls --------------------------------------------------------
+
+    def start_run(
+        self, site_id: str, reason: str, *, phase: Phase = ..., via: str | None = None
+    ) -> Run:
+        """A new run at a site; emits ``run-start``. Its methods ``recognize``, ``handle``,
+        ``answer``, ``stream_speech`` make the timed stage calls; ``end`` ends it."""
+
+    async def transcribe(self, run: Run, audio: bytes, language: str | None = None) -> Transcript:
+        """Speech (16 kHz mono PCM) to text through the ASR queue and its workers."""
+
+    def voice_format(self) -> AudioFormat:
+        """The audio format the active TTS engine produces."""
+
+    def engines(self, kind: str) -> list[tuple[str, Any]]:
+        """The loaded engines of a chain (``asr``, ``tts``) in fallback order: (name, engine)."""
+
+    # -- sites -----------------------------------------------------------------------------
+
+    async def attach_site(self, source: Source, sinks: list[Sink] | None = None) -> None:
+        """Make ``source`` a site (its own wake/VAD, answers to ``sinks``) and feed it; returns
+        once the site exists. The site is fed until the source's ``chunks()`` ends."""
+
+    async def detach_site(self, site_id: str, timeout: float = 10.0) -> None:
+        """Wait (up to ``timeout``) for a site's feed to end after its source was closed."""
+
+    # -- stages and threads ----------------------------------------------------------------
+
     def stage(self, kind: str, name: str | None = None) -> Any:
         """The loaded stage object of a kind (the first, or the one with that name)."""
+
+    def make_stage(self, kind: str, name: str) -> Any:
+        """A new, not yet loaded stage from its configured options (e.g. a wake detector of a
+        connection's own)."""
+
+    def in_thread(
+        self, fn: Callable[..., Any], *args: Any, timeout: float | None = None, stage: str = ""
+    ) -> Awaitable[Any]:
+        """Run blocking work on the daemon's shared executor (``StageTimeout`` past timeout)."""
 
     def call_threadsafe(self, coro: Any) -> None:
         """Schedule a coroutine on the daemon's loop from any thread."""
@@ -45,7 +98,7 @@ def new_run_id() -> str:
 
 @dataclass
 class RunContext:
-    """One pass through the pipeline: from wake/speech start to the end of the answer."""
+    """One pass through the pipeline, as stages see it: ``data`` is for plugins' own use."""
 
     site_id: str = "default"
     run_id: str = field(default_factory=new_run_id)

@@ -10,22 +10,20 @@ from typing import Any
 
 from voiced.building import check_config
 from voiced.config import ConfigError, Settings, load_settings
-from voiced.events import Event, EventType
-from voiced.logs import set_level, setup_logging
+from voiced.events import Reload
+from voiced.logs import set_level
 from voiced.pipeline import Pipeline
 from voiced.plugins import PluginHost, check_hooks, load_plugins
 from voiced.sdnotify import Notifier, watchdog_interval
 
 log = logging.getLogger(__name__)
 
-LIVE_SETTINGS = (
-    "log_level",
-    "vad",
-    "conversation",
-    "pipeline.stage_timeout",
-    "pipeline.shutdown_grace",
-    "pipeline.not_understood",
-)
+LIVE_PIPELINE_KEYS = ("stage_timeout", "shutdown_grace", "not_understood")
+LIVE_SETTINGS = ("log_level", "vad", "conversation", "arbiter")
+LIVE_SETTINGS += tuple(f"pipeline.{key}" for key in LIVE_PIPELINE_KEYS)
+"""The settings a reload (SIGHUP) applies at once; the only list of them (docs/service.md)."""
+RESTART_SETTINGS = ("site_id", "language", "plugins")
+"""Top-level settings whose change a reload reports as needing a restart (so do stages)."""
 
 
 def prepare(
@@ -117,7 +115,7 @@ class Daemon:
             check_config(self.host, new)
         except ConfigError as exc:
             log.error("reload failed, keeping the running config: %s", exc)
-            self.pipeline.emit(Event(EventType.RELOAD, data={"ok": False, "error": str(exc)}))
+            self.pipeline.emit(Reload(ok=False, error=str(exc)).event())
             self.notifier.ready("reload failed; running the previous config")
             return {"applied": [], "needs_restart": []}
         result = apply_live(self.pipeline, new)
@@ -127,7 +125,7 @@ class Daemon:
                 ", ".join(result["needs_restart"]),
             )
         log.info("reload: applied %s", ", ".join(result["applied"]) or "nothing (no changes)")
-        self.pipeline.emit(Event(EventType.RELOAD, data={"ok": True, **result}))
+        self.pipeline.emit(Reload(ok=True, **result).event())
         self.notifier.ready("reloaded")
         return result
 
@@ -149,35 +147,26 @@ def apply_live(pipeline: Pipeline, new: Settings) -> dict[str, list[str]]:
         old.conversation = new.conversation
         for site in pipeline.sites.values():
             site.conversation = new.conversation
-            if muted_changed:
+            if muted_changed:  # only a changed file mutes or unmutes; a mute command stays
                 site.set_muted(new.conversation.muted, reason="config")
+        if muted_changed:
+            pipeline.muted_default = new.conversation.muted
         applied.append("conversation")
     if new.arbiter != old.arbiter:
         old.arbiter = new.arbiter
         pipeline.arbiter.config = new.arbiter
         applied.append("arbiter")
-    for key in ("stage_timeout", "shutdown_grace", "not_understood"):
+    for key in LIVE_PIPELINE_KEYS:
         if getattr(new.pipeline, key) != getattr(old.pipeline, key):
             setattr(old.pipeline, key, getattr(new.pipeline, key))
             applied.append(f"pipeline.{key}")
     needs_restart = []
-    old_pipeline = old.pipeline.model_dump(
-        exclude={"stage_timeout", "shutdown_grace", "not_understood"}
-    )
-    new_pipeline = new.pipeline.model_dump(
-        exclude={"stage_timeout", "shutdown_grace", "not_understood"}
-    )
+    old_pipeline = old.pipeline.model_dump(exclude=set(LIVE_PIPELINE_KEYS))
+    new_pipeline = new.pipeline.model_dump(exclude=set(LIVE_PIPELINE_KEYS))
     needs_restart += [f"pipeline.{k}" for k in new_pipeline if new_pipeline[k] != old_pipeline[k]]
     if new.stages != old.stages:
         needs_restart.append("stages")
-    for key in ("site_id", "language", "plugins"):
+    for key in RESTART_SETTINGS:
         if getattr(new, key) != getattr(old, key):
             needs_restart.append(key)
     return {"applied": applied, "needs_restart": needs_restart}
-
-
-def run_daemon(config: str | Path | None, overrides: dict[str, Any] | None = None) -> int:
-    """Entry point of ``voiced run``."""
-    daemon = Daemon(config, overrides)
-    setup_logging(daemon.settings.log_level)
-    return asyncio.run(daemon.run())

@@ -10,28 +10,27 @@ import asyncio
 import functools
 import logging
 import threading
-import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from voiced import events as ev
 from voiced.arbiter import WakeArbiter
+from voiced.audio import PCM_BYTES_PER_SECOND, AudioFormat
 from voiced.building import make_stage
 from voiced.chain import ChainError, EngineChain
 from voiced.config import Settings
 from voiced.context import RunContext
-from voiced.events import Event, EventType, error_event
+from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
-from voiced.plugins import PluginHost
-from voiced.responder import speak
+from voiced.plugins import PluginError, PluginHost, check_hooks
+from voiced.run import Phase, Run, StageFailed, StageTimeout, Utterance
 from voiced.segmenter import UtteranceSegmenter
-from voiced.site import Site, Utterance
+from voiced.site import Site
+from voiced.site_runs import SiteRuns
+from voiced.stages import Sink, Source
 
 log = logging.getLogger(__name__)
-
-
-class StageTimeout(TimeoutError):
-    pass
 
 
 class StartupError(RuntimeError):
@@ -51,17 +50,20 @@ class Pipeline:
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="voiced")
         self.sites: dict[str, Site] = {}
         self.queue: asyncio.Queue[Utterance] | None = None
-        self.sources: list[Any] = []
-        self.sinks: list[Any] = []
+        self.sources: list[Source] = []
+        self.sinks: list[Sink] = []
         self.components: dict[tuple[str, str], Any] = {}
         self.asr: EngineChain | None = None
         self.tts: EngineChain | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._workers: list[asyncio.Task[Any]] = []
         self._site_tasks: list[asyncio.Task[Any]] = []
+        self._feeds: dict[str, asyncio.Task[Any]] = {}  # attached sites' feeds, by site id
+        self._siteless: dict[str, SiteRuns] = {}  # sites with runs but no audio of their own
         self._registered: list[Any] = []
         self.accepting = True
         self.dropped_utterances = 0
+        self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._built = False
 
@@ -91,14 +93,10 @@ class Pipeline:
             self.loop.call_soon_threadsafe(self._spawn, coro)
 
     async def say(self, text: str, site_id: str | None = None) -> None:
-        site_id = site_id or self.settings.site_id
-        context = self.new_context(site_id)
-        self.emit(Event(EventType.RUN_START, context.run_id, site_id, {"reason": "say"}))
-        task = self._spawn(self._speak_run(context, Response(speech=text, handler="say")))
-        site = self.sites.get(site_id)
-        if site is not None:
-            site.tasks[context.run_id] = task
-            task.add_done_callback(lambda _t: site.tasks.pop(context.run_id, None))
+        if self.tts is None:
+            raise RuntimeError("no tts stage is configured")
+        run = self.start_run(site_id or self.settings.site_id, "say", phase=Phase.SPEAKING)
+        task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
         await asyncio.shield(task)
 
     async def listen(self, site_id: str | None = None) -> None:
@@ -109,8 +107,8 @@ class Pipeline:
         targets = [self._site(site_id)] if site_id else list(self.sites.values())
         for site in targets:
             site.set_muted(muted)
-        if not site_id:  # every site: new sites start that way too
-            self.settings.conversation.muted = muted
+        if not site_id:  # every site: new sites start that way too (runtime state, not config)
+            self.muted_default = muted
 
     def cancel(self, site_id: str | None = None) -> None:
         targets = [self._site(site_id)] if site_id else list(self.sites.values())
@@ -131,8 +129,71 @@ class Pipeline:
             None,
         )
 
-    def new_context(self, site_id: str) -> RunContext:
-        return RunContext(site_id=site_id, language=self.settings.language, app=self)
+    def start_run(
+        self,
+        site_id: str,
+        reason: str,
+        *,
+        phase: Phase = Phase.LISTENING,
+        via: str | None = None,
+    ) -> Run:
+        """A new run at a site (followed by the site when it has one); emits ``run-start``."""
+        run = self.site_runs(site_id).adopt(Run(self, site_id, phase=phase, via=via))
+        return run.start(reason)
+
+    def site_runs(self, site_id: str) -> SiteRuns:
+        """The runs at a site: its audio ``Site``, or a plain ``SiteRuns`` (no audio here)."""
+        site = self.sites.get(site_id)
+        if site is not None:
+            return site
+        if site_id not in self._siteless:
+            self._siteless[site_id] = SiteRuns(site_id, self.emit)
+        return self._siteless[site_id]
+
+    async def transcribe(self, run: Run, audio: bytes, language: str | None = None) -> Transcript:
+        """Speech to text for a request, through the ASR queue and its workers."""
+        if self.asr is None or self.queue is None:
+            raise run.failed("asr", RuntimeError("no asr stage is loaded"))
+        run.speech_ended()
+        reply: asyncio.Future[Transcript] = asyncio.get_running_loop().create_future()
+        run.set_phase(Phase.THINKING)
+        await self._submit(Utterance(run, audio, "request", language, reply))
+        return await reply
+
+    def voice_format(self) -> AudioFormat:
+        engine = self.tts.active[1] if self.tts is not None and self.tts.loaded else None
+        return getattr(engine, "format", None) or AudioFormat(22050, 2, 1)
+
+    def engines(self, kind: str) -> list[tuple[str, Any]]:
+        chain = {"asr": self.asr, "tts": self.tts}.get(kind)
+        return list(chain.loaded) if chain is not None else []
+
+    def make_stage(self, kind: str, name: str) -> Any:
+        return make_stage(self.host, self.settings, kind, name, app=self)
+
+    async def attach_site(self, source: Source, sinks: list[Sink] | None = None) -> None:
+        """Make ``source`` a site and feed it in a task of the daemon's own."""
+        site = await self._new_site(source.site_id, sinks, getattr(source, "hears_playback", True))
+        task = asyncio.create_task(self._feed(site, source), name=f"site:{source.site_id}")
+        self._feeds[source.site_id] = task
+
+    async def detach_site(self, site_id: str, timeout: float = 10.0) -> None:
+        task = self._feeds.pop(site_id, None)
+        if task is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        except (TimeoutError, asyncio.CancelledError):
+            task.cancel()
+
+    def recognize_hook(self, transcript: Transcript, context: RunContext) -> Intent | None:
+        return self.pm.hook.voiced_recognize(transcript=transcript, context=context)
+
+    def handle_hook(self, intent: Intent, context: RunContext) -> Response | None:
+        return self.pm.hook.voiced_handle(intent=intent, context=context)
+
+    def _make_run(self, site_id: str) -> Run:
+        return Run(self, site_id)
 
     # -- start-up ----------------------------------------------------------------------------
 
@@ -183,7 +244,7 @@ class Pipeline:
         for chain in (self.asr, self.tts):
             if chain is not None:
                 try:
-                    await self._in_thread(chain.load)
+                    await self.in_thread(chain.load)
                 except ChainError as exc:
                     raise StartupError(str(exc)) from None
         for (kind, name), component in list(self.components.items()):
@@ -198,20 +259,17 @@ class Pipeline:
                 for i in range(self.settings.pipeline.asr_workers)
             ]
         self.emit(
-            Event(
-                EventType.READY,
-                data={
-                    "asr": [n for n, _ in self.asr.loaded] if self.asr else [],
-                    "tts": [n for n, _ in self.tts.loaded] if self.tts else [],
-                    "sources": [s.stage_name for s in self.sources],
-                },
-            )
+            ev.Ready(
+                asr=[n for n, _ in self.asr.loaded] if self.asr else [],
+                tts=[n for n, _ in self.tts.loaded] if self.tts else [],
+                sources=[s.stage_name for s in self.sources],
+            ).event()
         )
 
     async def _load_optional(self, kind: str, name: str, stage: Any) -> bool:
         """Load a stage the daemon can run without; a failure is an error event, not a crash."""
         try:
-            await self._in_thread(stage.load)
+            await self.in_thread(stage.load)
         except Exception as exc:
             self._optional_failed(kind, name or getattr(stage, "stage_name", "?"), exc, "load")
             return False
@@ -230,6 +288,11 @@ class Pipeline:
         if not self.pm.get_hookcallers(component):
             self.pm.unregister(component)
             return
+        try:
+            check_hooks(self.pm)
+        except PluginError:
+            self.pm.unregister(component)
+            raise
         self._registered.append(component)
 
     # -- running -----------------------------------------------------------------------------
@@ -261,9 +324,12 @@ class Pipeline:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def run_site(self, source: Any, sinks: list[Any] | None = None) -> None:
+    async def run_site(self, source: Source, sinks: list[Sink] | None = None) -> None:
         """Feed one source through its own wake/VAD; returns when the source ends."""
         site = await self._new_site(source.site_id, sinks, getattr(source, "hears_playback", True))
+        await self._feed(site, source)
+
+    async def _feed(self, site: Site, source: Source) -> None:
         try:
             async for chunk in source.chunks():
                 if not self.accepting:
@@ -280,7 +346,7 @@ class Pipeline:
             await site.finish()
 
     async def _new_site(
-        self, site_id: str, sinks: list[Any] | None, hears_playback: bool = True
+        self, site_id: str, sinks: list[Sink] | None, hears_playback: bool = True
     ) -> Site:
         if site_id in self.sites:
             return self.sites[site_id]
@@ -288,7 +354,7 @@ class Pipeline:
         vad = make_stage(self.host, self.settings, "vad", p.vad, app=self)
         wakes = [make_stage(self.host, self.settings, "wake", n, app=self) for n in p.wake]
         for stage in [vad, *wakes]:
-            await self._in_thread(stage.load)
+            await self.in_thread(stage.load)
         site = Site(
             site_id,
             UtteranceSegmenter(vad, self.settings.vad),
@@ -296,12 +362,16 @@ class Pipeline:
             self.settings.conversation,
             self.emit,
             self._submit,
-            self.new_context,
+            self._make_run,
             sinks,
             claim_wake=self.arbiter.claim if self.arbiter.config.enabled else None,
             hears_playback=hears_playback,
+            muted=self.muted_default,
         )
         self.sites[site_id] = site
+        siteless = self._siteless.pop(site_id, None)
+        for run in siteless.runs.values() if siteless else []:
+            site.adopt(run)  # runs that began before the site had audio
         return site
 
     async def _submit(self, utterance: Utterance) -> None:
@@ -310,23 +380,24 @@ class Pipeline:
         if self.queue.full() and self.settings.pipeline.overload_policy == "drop-oldest":
             dropped = self.queue.get_nowait()
             self.queue.task_done()
-            self._forget_pending(dropped.context)
             self.dropped_utterances += 1
             message = (
                 f"ASR is behind: queue of {self.queue.maxsize} full, dropped the oldest "
-                f"utterance ({len(dropped.audio) / 32000:.1f} s)"
+                f"utterance ({len(dropped.audio) / PCM_BYTES_PER_SECOND:.1f} s)"
             )
-            log.warning("[%s] %s", dropped.context.site_id, message)
+            log.warning("[%s] %s", dropped.run.site_id, message)
             self.emit(
                 error_event(
                     "asr-queue",
                     message,
-                    dropped.context.run_id,
-                    dropped.context.site_id,
+                    dropped.run.run_id,
+                    dropped.run.site_id,
                     dropped_total=self.dropped_utterances,
                 )
             )
-            self._end_run(dropped.context, "dropped", thinking=True)
+            if dropped.reply is not None and not dropped.reply.done():
+                dropped.reply.set_exception(StageFailed("asr-queue", message))
+            dropped.run.end("dropped")
         await self.queue.put(utterance)  # with "block", this holds the source back
 
     async def _asr_worker(self) -> None:
@@ -338,193 +409,65 @@ class Pipeline:
             except Exception:
                 log.exception("ASR worker failed")
             finally:
-                self._forget_pending(utterance.context)
                 self.queue.task_done()
 
-    def _cancelled(self, context: RunContext) -> bool:
-        """A run cancelled (barge-in, command) while it waited for ASR ends here."""
-        reason = context.data.get("cancelled")
-        if reason:
-            self._end_run(context, str(reason), thinking=True)
-        return bool(reason)
-
-    def _forget_pending(self, context: RunContext) -> None:
-        site = self.sites.get(context.site_id)
-        if site is not None:
-            site.pending.pop(context.run_id, None)
-
     async def _transcribe(self, utterance: Utterance) -> None:
-        assert self.asr is not None
-        context = utterance.context
-        run, site_id = context.run_id, context.site_id
-        if self._cancelled(context):
+        """ASR for one queued utterance; a site's utterance then gets its answer."""
+        run, reply = utterance.run, utterance.reply
+        if reply is not None:  # a request: the caller continues with the transcript
+            try:
+                reply.set_result(await run.transcribe(utterance.audio, utterance.language))
+            except StageFailed as exc:
+                reply.set_exception(exc)
             return
-        audio_seconds = len(utterance.audio) / 32000
-        started = time.monotonic()
+        if run.end_if_cancelled():
+            return
         try:
-            engine, transcript = await self._in_thread(
-                self.asr.call,
-                "transcribe",
-                utterance.audio,
-                None,
-                run_id=run,
-                site_id=site_id,
-                timeout=self.settings.pipeline.stage_timeout,
-                stage="asr",
-            )
-        except Exception as exc:
-            self._stage_failed("asr", exc, context)
-            self._end_run(context, "error", thinking=True)
+            transcript = await run.transcribe(utterance.audio)
+        except StageFailed:
+            run.end("error")
             return
-        now = time.monotonic()
-        self.emit(
-            Event(
-                EventType.TRANSCRIPT,
-                run,
-                site_id,
-                {
-                    "text": transcript.text,
-                    "engine": engine,
-                    "language": transcript.language,
-                    "audio_seconds": round(audio_seconds, 3),
-                    "latency_s": round(now - utterance.ended_at, 4),
-                    "asr_seconds": round(now - started, 4),
-                    "rtf": round((now - started) / audio_seconds, 4) if audio_seconds else None,
-                    "no_speech": transcript.no_speech,
-                    **transcript.data,
-                },
-            )
-        )
         if transcript.no_speech or not transcript.text.strip():
-            self._end_run(context, "no-speech", thinking=True)
+            run.end("no-speech")
             return
-        if self._cancelled(context):
+        if run.end_if_cancelled():
             return
-        task = self._spawn(self._respond(context, transcript, utterance.ended_at))
-        site = self.sites.get(site_id)
-        if site is not None:
-            site.tasks[run] = task
-            task.add_done_callback(lambda _t: site.tasks.pop(run, None))
+        run.answer_in(self._spawn(self._respond(run, transcript)))
 
-    async def _respond(self, context: RunContext, transcript: Transcript, ended_at: float) -> None:
-        run, site_id = context.run_id, context.site_id
-        site = self.sites.get(site_id)
+    async def _respond(self, run: Run, transcript: Transcript) -> None:
+        """Recognize, handle and speak the answer at the run's site, then end the run."""
         try:
-            intent = await self._recognize(transcript, context)
-            if intent is None:
-                self.emit(
-                    Event(
-                        EventType.INTENT_NOT_RECOGNIZED,
-                        run,
-                        site_id,
-                        {"text": transcript.text, "reasons": context.data.get("intent_errors", [])},
-                    )
-                )
-                response = Response(
-                    speech=self.settings.pipeline.not_understood, handler="not-understood"
-                )
-            else:
-                self.emit(
-                    Event(
-                        EventType.INTENT,
-                        run,
-                        site_id,
-                        {**intent.to_dict(), "latency_s": round(time.monotonic() - ended_at, 4)},
-                    )
-                )
-                response = await self._handle(intent, context)
-            await self._speak_run(context, response, ended_at, was_thinking=True)
+            response = await run.answer(transcript)
+            await run.speak(response, self._sinks_of(run.site_id))
         except asyncio.CancelledError:
-            if not context.data.get("speaking"):  # once speaking, _speak_run reports the end
-                self._end_run(context, "cancelled", thinking=True)
+            run.end("cancelled")
             raise
-        except Exception as exc:
-            self._stage_failed(context.data.get("stage", "intent"), exc, context)
-            self._end_run(context, "error", thinking=site is not None and site.thinking > 0)
-
-    async def _recognize(self, transcript: Transcript, context: RunContext) -> Intent | None:
-        context.data["stage"] = "intent"
-        return await self._in_thread(
-            self.pm.hook.voiced_recognize,
-            transcript=transcript,
-            context=context,
-            timeout=self.settings.pipeline.stage_timeout,
-            stage="intent",
-        )
-
-    async def _handle(self, intent: Intent, context: RunContext) -> Response:
-        context.data["stage"] = "handle"
-        started = time.monotonic()
-        response = await self._in_thread(
-            self.pm.hook.voiced_handle,
-            intent=intent,
-            context=context,
-            timeout=self.settings.pipeline.stage_timeout,
-            stage="handle",
-        )
-        if response is None:
-            response = Response(speech="Sorry, I can't do that yet.", handler="")
-        self.emit(
-            Event(
-                EventType.HANDLED,
-                context.run_id,
-                context.site_id,
-                {**response.to_dict(), "seconds": round(time.monotonic() - started, 4)},
-            )
-        )
-        return response
-
-    async def _speak_run(
-        self,
-        context: RunContext,
-        response: Response,
-        ended_at: float | None = None,
-        was_thinking: bool = False,
-    ) -> None:
-        """Speak a response at a site, then end the run (and maybe listen for a follow-up)."""
-        if self.tts is None:
-            raise RuntimeError("no tts stage is configured")
-        site = self.sites.get(context.site_id)
-        sinks = site.sinks if site is not None and site.sinks is not None else self.sinks
-        context.data["stage"] = "tts"
-        context.data["speaking"] = True
-        if site is not None:
-            site.speaking += 1
-            if was_thinking and site.thinking > 0:
-                site.thinking -= 1
-            site.update_state()
-        try:
-            await speak(
-                response.speech,
-                context,
-                self.tts,
-                sinks,
-                self.emit,
-                functools.partial(
-                    self._in_thread, timeout=self.settings.pipeline.stage_timeout, stage="tts"
-                ),
-            )
-        except asyncio.CancelledError:
-            self.emit(
-                Event(EventType.RUN_END, context.run_id, context.site_id, {"reason": "cancelled"})
-            )
-            raise
-        except Exception as exc:
-            self._stage_failed("tts", exc, context)
-            self.emit(
-                Event(EventType.RUN_END, context.run_id, context.site_id, {"reason": "error"})
-            )
+        except StageFailed:
+            run.end("error")
             return
-        finally:
-            if site is not None:
-                site.speaking -= 1
-                site.update_state()
-        data: dict[str, Any] = {"reason": "done"}
-        if ended_at is not None:
-            data["latency_s"] = round(time.monotonic() - ended_at, 4)
-        self.emit(Event(EventType.RUN_END, context.run_id, context.site_id, data))
+        self._end_answered(run, response)
+
+    async def _speak_run(self, run: Run, response: Response) -> None:
+        """Speak a response as a run of its own (``say``), then end the run."""
+        try:
+            await run.speak(response, self._sinks_of(run.site_id))
+        except asyncio.CancelledError:
+            run.end("cancelled")
+            raise
+        except StageFailed:
+            run.end("error")
+            return
+        self._end_answered(run, response)
+
+    def _end_answered(self, run: Run, response: Response) -> None:
+        run.end("done", latency_s=run.latency())
+        site = self.sites.get(run.site_id)
         if site is not None and self._wants_follow_up(response):
             site.listen(reason="follow-up", seconds=self.settings.conversation.follow_up_seconds)
+
+    def _sinks_of(self, site_id: str) -> list[Sink]:
+        site = self.sites.get(site_id)
+        return site.sinks if site is not None and site.sinks is not None else self.sinks
 
     def _wants_follow_up(self, response: Response) -> bool:
         mode = self.settings.conversation.follow_up
@@ -532,28 +475,16 @@ class Pipeline:
             return False
         return mode == "always" or response.expects_reply or response.speech.rstrip().endswith("?")
 
-    def _stage_failed(self, stage: str, exc: BaseException, context: RunContext) -> None:
-        message = str(exc) if isinstance(exc, StageTimeout) else f"{type(exc).__name__}: {exc}"
-        log.error("[%s] run %s: %s failed: %s", context.site_id, context.run_id[:8], stage, message)
-        self.emit(error_event(stage, message, context.run_id, context.site_id))
-
-    def _end_run(self, context: RunContext, reason: str, thinking: bool = False) -> None:
-        site = self.sites.get(context.site_id)
-        if site is not None and thinking and site.thinking > 0:
-            site.thinking -= 1
-        self.emit(Event(EventType.RUN_END, context.run_id, context.site_id, {"reason": reason}))
-        if site is not None:
-            site.update_state()
-
     # -- shutdown ----------------------------------------------------------------------------
 
     async def stop(self, grace: float | None = None) -> None:
         """Stop taking audio, let runs in flight finish within ``grace``, stop services."""
         grace = self.settings.pipeline.shutdown_grace if grace is None else grace
         self.accepting = False
-        for task in self._site_tasks:
+        feeds = [*self._site_tasks, *self._feeds.values()]
+        for task in feeds:
             task.cancel()
-        await asyncio.gather(*self._site_tasks, return_exceptions=True)
+        await asyncio.gather(*feeds, return_exceptions=True)
         try:
             await asyncio.wait_for(self.drain(), grace)
         except TimeoutError:
@@ -564,14 +495,14 @@ class Pipeline:
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
-        self.emit(Event(EventType.SHUTDOWN, data={"dropped_utterances": self.dropped_utterances}))
+        self.emit(ev.Shutdown(self.dropped_utterances).event())
         for component in reversed(list(self.components.values())):
             if hasattr(component, "stop"):
                 try:
                     await asyncio.wait_for(component.stop(), 10)
                 except Exception as exc:
                     log.warning("stopping %s failed: %s", type(component).__name__, exc)
-        await self._in_thread(self.close)
+        await self.in_thread(self.close)
         for component in self._registered:
             self.pm.unregister(component)
         self._registered.clear()
@@ -592,7 +523,7 @@ class Pipeline:
 
     # -- helpers -----------------------------------------------------------------------------
 
-    async def _in_thread(
+    async def in_thread(
         self,
         fn: Callable[..., Any],
         *args: Any,

@@ -143,12 +143,21 @@ def load_plugins(disabled: Iterable[str] = (), extra: Iterable[tuple[str, Any]] 
 
 
 def check_hooks(pm: pluggy.PluginManager) -> None:
-    """Fail with a clear message when a plugin implements a hook voiced does not define."""
+    """Fail with a clear message when a plugin implements a hook voiced does not define, or
+    wraps a hook voiced calls one implementation at a time (``hookspecs.ONE_AT_A_TIME``)."""
     try:
         pm.check_pending()
     except pluggy.PluginValidationError as exc:
         known = ", ".join(sorted(n for n in dir(hookspecs) if n.startswith("voiced_")))
         raise PluginError(f"plugin {exc.plugin!r}: {exc}. Known hooks: {known}") from None
+    for name in hookspecs.ONE_AT_A_TIME:
+        for impl in getattr(pm.hook, name).get_hookimpls():
+            if impl.hookwrapper or impl.wrapper:
+                raise PluginError(
+                    f"plugin {impl.plugin_name!r}: {name} cannot be a hook wrapper: voiced "
+                    "calls each implementation on its own (see voiced/hookspecs.py); "
+                    "drop wrapper=True/hookwrapper=True"
+                )
 
 
 def collect_stages(

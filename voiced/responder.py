@@ -7,10 +7,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from voiced import events as ev
 from voiced.audio import AudioChunk
 from voiced.chain import EngineChain
 from voiced.context import RunContext
-from voiced.events import Event, EventType
+from voiced.events import Event
 from voiced.sentences import split_sentences
 
 AHEAD = 2  # sentences synthesized ahead of playback: bounds memory for very long answers
@@ -30,7 +31,7 @@ async def speak(
         return
     run, site = context.run_id, context.site_id
     started = time.monotonic()
-    emit(Event(EventType.TTS_START, run, site, {"text": text, "sentences": len(sentences)}))
+    emit(ev.TtsStart(text, len(sentences)).event(run, site))
     queues: list[asyncio.Queue[AudioChunk | None]] = [asyncio.Queue(AHEAD) for _ in sinks]
     players = [
         asyncio.create_task(sink.play(_drain(queue), run, site), name=f"play:{run[:8]}")
@@ -45,40 +46,28 @@ async def speak(
             )
             audio_seconds += chunk.seconds
             if index == 0:
-                emit(
-                    Event(
-                        EventType.TTS_AUDIO,
-                        run,
-                        site,
-                        {
-                            "engine": engine,
-                            "sentence": 1,
-                            "time_to_first_audio_s": round(time.monotonic() - started, 4),
-                            "rate": chunk.format.rate,
-                        },
-                    )
+                first = ev.TtsAudio(
+                    engine=engine,
+                    sentence=1,
+                    time_to_first_audio_s=round(time.monotonic() - started, 4),
+                    rate=chunk.format.rate,
                 )
+                emit(first.event(run, site))
             for queue, player in zip(queues, players, strict=True):
                 await _put(queue, chunk, player)
         elapsed = time.monotonic() - started
-        emit(
-            Event(
-                EventType.TTS_END,
-                run,
-                site,
-                {
-                    "engine": engine,
-                    "sentences": len(sentences),
-                    "duration_s": round(elapsed, 4),
-                    "audio_seconds": round(audio_seconds, 3),
-                    "rtf": round(elapsed / audio_seconds, 4) if audio_seconds else None,
-                },
-            )
+        end = ev.TtsEnd(
+            engine=engine,
+            sentences=len(sentences),
+            duration_s=round(elapsed, 4),
+            audio_seconds=round(audio_seconds, 3),
+            rtf=round(elapsed / audio_seconds, 4) if audio_seconds else None,
         )
+        emit(end.event(run, site))
         for queue, player in zip(queues, players, strict=True):
             await _put(queue, None, player)
         await asyncio.gather(*players)
-        emit(Event(EventType.PLAYBACK_END, run, site, {"sinks": len(sinks)}))
+        emit(ev.PlaybackEnd(len(sinks)).event(run, site))
     finally:
         for player in players:
             if not player.done():

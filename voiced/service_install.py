@@ -16,8 +16,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from voiced.config import EXIT_CONFIG  # a config error must not be restarted in a loop
+
 REPO_UNIT_EXEC = "/usr/bin/env voiced"
-EXIT_CONFIG = 2  # voiced.cli.EXIT_CONFIG: a config error must not be restarted in a loop
 
 _SYSTEM_UNIT = """\
 # voiced: the voice pipeline daemon as a hardened system service.

@@ -7,69 +7,71 @@ Time here is stream time (seconds of audio heard), so files replay the same at a
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
+from voiced import events as ev
 from voiced.audio import AudioChunk
 from voiced.config import ConversationConfig
-from voiced.context import RunContext
-from voiced.events import Event, EventType
+from voiced.events import Event
+from voiced.run import Phase, Run, Utterance
 from voiced.segmenter import SpeechEnded, SpeechStarted, UtteranceSegmenter
-from voiced.stages import WakeDetection
+from voiced.site_runs import SiteRuns
+from voiced.stages import Sink, Wake, WakeDetection
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Utterance:
-    context: RunContext
-    audio: bytes
-    ended_at: float  # monotonic time speech ended
-    reason: str
+class Site(SiteRuns):
+    """Feeds audio through wake and VAD and hands finished utterances to ``submit``.
 
-
-class Site:
-    """Feeds audio through wake and VAD and hands finished utterances to ``submit``."""
+    Its state (idle, listening, thinking, speaking) is derived from its runs' phases.
+    """
 
     def __init__(
         self,
         site_id: str,
         segmenter: UtteranceSegmenter,
-        wakes: list[Any],
+        wakes: list[Wake],
         conversation: ConversationConfig,
         emit: Callable[[Event], None],
         submit: Callable[[Utterance], Any],
-        new_context: Callable[[str], RunContext],
-        sinks: list[Any] | None = None,
+        make_run: Callable[[str], Run],
+        sinks: list[Sink] | None = None,
         claim_wake: Callable[[str, WakeDetection], Awaitable[bool]] | None = None,
         hears_playback: bool = True,
+        muted: bool = False,
     ) -> None:
-        self.site_id = site_id
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
         # A microphone beside a speaker hears our answers; a file or a pipe does not.
         self.hears_playback = hears_playback
         self.segmenter = segmenter
         self.wakes = wakes
         self.conversation = conversation
-        self.emit = emit
         self.submit = submit
-        self.new_context = new_context
+        self.make_run = make_run
         self.sinks = sinks
-        self.muted = conversation.muted
-        self.current: RunContext | None = None  # the run being listened to
+        self.current: Run | None = None  # the run being listened to
         self.awake_until: float | None = None  # stream time; None = not awake
-        self.tasks: dict[str, asyncio.Task[Any]] = {}  # runs past ASR, by run id
-        self.pending: dict[str, RunContext] = {}  # runs queued for or inside ASR
-        self.thinking = 0
-        self.speaking = 0
-        self.state = "idle"
         self.clock = 0.0  # seconds of audio fed here (the segmenter counts only what VAD saw)
-        if self.muted:
-            self.emit(Event(EventType.MUTED, None, site_id, {"muted": True, "reason": "config"}))
+        if muted:
+            emit(ev.Muted(True, "config").event(None, site_id))
+        super().__init__(site_id, emit, muted)
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def start_run(self, reason: str) -> Run:
+        run = self.adopt(self.make_run(self.site_id))
+        return run.start(reason)
+
+    def _run_changed(self, run: Run) -> None:
+        if run.ended and run is self.current:
+            self.current, self.awake_until = None, None
+        super()._run_changed(run)
+
+    def awake(self) -> bool:
+        return self.awake_until is not None
 
     # -- audio in ---------------------------------------------------------------------------
 
@@ -123,16 +125,13 @@ class Site:
             wake.reset()
         if muted and self.current is not None:
             self._end_listening("muted")
-        self.emit(Event(EventType.MUTED, None, self.site_id, {"muted": muted, "reason": reason}))
+        self.emit(ev.Muted(muted, reason).event(None, self.site_id))
         self.update_state()
 
-    def listen(self, reason: str = "command", seconds: float | None = None) -> RunContext:
+    def listen(self, reason: str = "command", seconds: float | None = None) -> Run:
         """Start listening without a wake word (MQTT listen, follow-up, after a wake word)."""
         if self.current is None:
-            self.current = self.new_context(self.site_id)
-            self.emit(
-                Event(EventType.RUN_START, self.current.run_id, self.site_id, {"reason": reason})
-            )
+            self.current = self.start_run(reason)
         window = seconds if seconds is not None else self.conversation.wake_timeout
         self.awake_until = self.clock + window
         self.segmenter.reset()
@@ -142,30 +141,12 @@ class Site:
     def cancel(self, reason: str = "cancelled") -> int:
         """Stop every run in flight here (playback included); returns how many."""
         cancelled = 0
-        for context in self.pending.values():  # the pipeline drops these when ASR is done
-            context.data.setdefault("cancelled", reason)
-            cancelled += 1
-        for run_id, task in list(self.tasks.items()):
-            if not task.done():
-                task.cancel(reason)
+        for run in list(self.runs.values()):
+            if run is not self.current and run.cancel(reason):
                 cancelled += 1
-                log.info("[%s] run %s cancelled: %s", self.site_id, run_id[:8], reason)
         if self.current is not None:
             self._end_listening(reason)
         return cancelled
-
-    def update_state(self) -> None:
-        if self.speaking:
-            state = "speaking"
-        elif self.thinking:
-            state = "thinking"
-        elif self.current is not None or self.awake_until is not None:
-            state = "listening"
-        else:
-            state = "idle"
-        if state != self.state:
-            self.state = state
-            self.emit(Event(EventType.STATE, None, self.site_id, {"state": state}))
 
     # -- internals --------------------------------------------------------------------------
 
@@ -189,19 +170,14 @@ class Site:
             self.cancel("barge-in")
         if self.current is not None:
             self._end_listening("wake-again")
-        context = self.listen(reason="barge-in" if barge_in else "wake")
-        self.emit(
-            Event(
-                EventType.WAKE,
-                context.run_id,
-                self.site_id,
-                {
-                    "name": detection.name,
-                    "score": round(float(detection.score), 4),
-                    "stream_time": round(self.clock, 3),
-                    "barge_in": barge_in,
-                    **detection.data,
-                },
+        run = self.listen(reason="barge-in" if barge_in else "wake")
+        run.emit(
+            ev.Wake(
+                name=detection.name,
+                score=round(float(detection.score), 4),
+                stream_time=round(self.clock, 3),
+                barge_in=barge_in,
+                extra=dict(detection.data),
             )
         )
 
@@ -209,47 +185,25 @@ class Site:
         if self.speaking and self.conversation.barge_in == "speech":
             self.cancel("barge-in")
         if self.current is None:
-            self.current = self.new_context(self.site_id)
-            self.emit(
-                Event(EventType.RUN_START, self.current.run_id, self.site_id, {"reason": "speech"})
-            )
-        self.emit(
-            Event(
-                EventType.VAD_START,
-                self.current.run_id,
-                self.site_id,
-                {"stream_time": round(self._time_of(event.stream_time), 3)},
-            )
-        )
+            self.current = self.start_run("speech")
+        self.current.emit(ev.VadStart(round(self._time_of(event.stream_time), 3)))
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
-        context = self.current or self.new_context(self.site_id)
-        self.current = None
-        self.awake_until = None
-        self.emit(
-            Event(
-                EventType.VAD_END,
-                context.run_id,
-                self.site_id,
-                {
-                    "stream_time": round(self._time_of(event.stream_time), 3),
-                    "seconds": round(event.seconds, 3),
-                    "reason": event.reason,
-                },
-            )
-        )
-        self.thinking += 1
-        self.update_state()
-        self.pending[context.run_id] = context
-        await self.submit(Utterance(context, event.audio, time.monotonic(), event.reason))
+        run = self.current or self.start_run("speech")
+        self.current, self.awake_until = None, None
+        stream_time = round(self._time_of(event.stream_time), 3)
+        run.emit(ev.VadEnd(stream_time, round(event.seconds, 3), event.reason))
+        run.speech_ended()
+        run.set_phase(Phase.THINKING)  # queued for ASR
+        await self.submit(Utterance(run, event.audio, event.reason))
 
     def _time_of(self, segmenter_time: float) -> float:
         """A segmenter time on this site's clock (the segmenter counts only what it was fed)."""
         return self.clock - (self.segmenter.stream_time - segmenter_time)
 
     def _end_listening(self, reason: str) -> None:
-        context, self.current, self.awake_until = self.current, None, None
-        if context is not None:
-            self.emit(Event(EventType.RUN_END, context.run_id, self.site_id, {"reason": reason}))
+        run, self.current, self.awake_until = self.current, None, None
+        if run is not None:
+            run.end(reason)
         self.update_state()

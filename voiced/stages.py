@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from voiced.audio import AudioChunk
+from voiced.audio import AudioChunk, AudioFormat
 from voiced.intents import Transcript
 
 STAGE_KINDS = ("source", "wake", "vad", "asr", "intent", "handler", "tts", "sink", "service")
@@ -33,6 +33,12 @@ class Stage(Protocol):
 
 class Source(Stage, Protocol):
     site_id: str
+    finite: bool
+    """True for a source that ends (a file): the daemon stops when every source ended.
+    Optional; the daemon reads False when absent."""
+    hears_playback: bool
+    """True for a microphone beside the speaker (our answers come back through it): VAD pauses
+    while speaking unless barge-in is by speech. Optional; True when absent."""
 
     def chunks(self) -> AsyncIterator[AudioChunk]:
         """Audio in the pipeline format, at the pace it arrives; ends when the source ends."""
@@ -46,6 +52,9 @@ class WakeDetection:
 
 
 class Wake(Stage, Protocol):
+    names: list[str]
+    """The wake words it listens for (what Wyoming's ``describe`` offers)."""
+
     def process(self, chunk: AudioChunk) -> WakeDetection | None:
         """Feed pipeline-format audio; returns a detection when a wake word was heard."""
 
@@ -71,6 +80,8 @@ class Asr(Stage, Protocol):
 class Tts(Stage, Protocol):
     name: str
     device: str
+    format: AudioFormat
+    """The audio format ``synthesize`` returns (Wyoming's ``audio-start`` before any audio)."""
 
     def synthesize(self, text: str) -> AudioChunk:
         """One sentence -> its audio at the engine's native format (runs in a worker thread)."""

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from voiced.hookspecs import hookimpl
+from voiced.api.hooks import hookimpl
 
 from .common import WhisperOptions
 from .models import ModelError

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from voiced.accel import choose_ct2_device
-from voiced.intents import Transcript
+from voiced.api.devices import choose_ct2_device
+from voiced.api.intents import Transcript
 
 from .common import (
     FULL_WINDOW_S,

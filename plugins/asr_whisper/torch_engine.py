@@ -22,8 +22,8 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field
 
-from voiced.accel import DeviceError, choose_torch_device, from_pretrained_dtype
-from voiced.intents import Transcript
+from voiced.api.devices import DeviceError, choose_torch_device, from_pretrained_dtype
+from voiced.api.intents import Transcript
 
 from .common import (
     FULL_WINDOW_S,

@@ -19,9 +19,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
 
-from voiced.context import RunContext
-from voiced.hookspecs import hookimpl
-from voiced.intents import Intent, Transcript
+from voiced.api.app import RunContext
+from voiced.api.hooks import hookimpl
+from voiced.api.intents import Intent, Transcript
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from voiced.intents import Intent
+from voiced.api.intents import Intent
 
 FIXTURES = "_fixtures.yaml"
 CONTEXT_AREA = "Living Room"
@@ -170,7 +170,7 @@ class ResponseCheck:
 def check_responses(recognizer: Any, responder: Any, suite: Suite) -> list[ResponseCheck]:
     """Speak HA's answer (``responses`` handler) for every recognized sentence of the main
     files that expects one, against the fixtures' entity states."""
-    from voiced.context import RunContext
+    from voiced.api.app import RunContext
 
     home, cases = suite.groups[0]
     recognizer.use_home(home)

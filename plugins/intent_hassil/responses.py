@@ -17,7 +17,7 @@ from jinja2 import StrictUndefined, TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from voiced_plugins.intent_hassil.home import Entity
 
-from voiced.intents import Intent
+from voiced.api.intents import Intent
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from voiced.hookspecs import hookimpl
+from voiced.api.hooks import hookimpl
 
 from . import forget
+from .doctor import mqtt_checks
 from .options import MqttOptions, TlsOptions
 from .service import Message, MqttService
 
@@ -31,3 +32,8 @@ def voiced_register_stages(register: Callable[..., None]) -> None:
 @hookimpl
 def voiced_register_commands(add_command: Callable[..., Any]) -> None:
     add_command("mqtt forget", forget.HELP, forget.configure_parser, forget.run)
+
+
+@hookimpl
+def voiced_doctor_checks(config: Any) -> list[Any]:
+    return mqtt_checks(config)

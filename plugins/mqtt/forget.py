@@ -22,7 +22,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from voiced.config import ConfigError, load_settings
+    from voiced.api.config import ConfigError, load_settings
 
     try:
         path = getattr(args, "mqtt_config", None) or getattr(args, "config", None)

@@ -5,29 +5,31 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from voiced.events import Event, EventType
-
-from .state import intent_dict, plain, transcript_text
+from voiced.api import events as ev
+from voiced.api.events import Event, EventType
 
 TTS_SAY = "hermes/tts/say"
+# The core's run-end reasons (voiced/events.py RunEnd) as Hermes session terminations.
 END_REASONS = {
     "done": "nominal",
     "cancelled": "abortedByUser",
+    "barge-in": "abortedByUser",
+    "wake-again": "abortedByUser",
+    "muted": "abortedByUser",
     "error": "error",
+    "dropped": "error",
     "no-speech": "timeout",
-    "timeout": "timeout",
-    "not-recognized": "intentNotRecognized",
+    "no-speech-timeout": "timeout",
 }
 
 
 def hermes_messages(event: Event) -> list[tuple[str, dict[str, Any]]]:
     """The Hermes ``(topic, payload)`` pairs one voiced event maps to (often none)."""
-    data = event.data or {}
     base = {"siteId": event.site_id, "sessionId": event.run_id}
     if event.type == EventType.RUN_START:
         return [("hermes/dialogueManager/sessionStarted", {**base, "customData": None})]
     if event.type == EventType.RUN_END:
-        reason = END_REASONS.get(str(data.get("reason", "done")), "nominal")
+        reason = END_REASONS.get(ev.RunEnd.from_event(event).reason, "nominal")
         return [
             (
                 "hermes/dialogueManager/sessionEnded",
@@ -35,52 +37,46 @@ def hermes_messages(event: Event) -> list[tuple[str, dict[str, Any]]]:
             )
         ]
     if event.type == EventType.WAKE:
-        model = str(data.get("name") or data.get("wake_word") or data.get("model") or "default")
+        wake = ev.Wake.from_event(event)
         payload = {
             **base,
-            "modelId": model,
+            "modelId": wake.name,
             "modelVersion": "",
             "modelType": "personal",
-            "currentSensitivity": float(data.get("score", 1.0) or 1.0),
+            "currentSensitivity": float(wake.score),
             "sendAudioCaptured": None,
-            "lang": data.get("language"),
+            "lang": None,
         }
-        return [(f"hermes/hotword/{_topic_safe(model)}/detected", payload)]
+        return [(f"hermes/hotword/{_topic_safe(wake.name)}/detected", payload)]
     if event.type == EventType.TRANSCRIPT:
-        transcript = plain(data.get("transcript", data))
-        if not isinstance(transcript, dict):
-            transcript = data
+        transcript = ev.Transcript.from_event(event)
         payload = {
             **base,
-            "text": transcript_text(data) or "",
-            "likelihood": float(transcript.get("confidence", transcript.get("likelihood", 1.0))),
-            "seconds": float(transcript.get("audio_seconds", transcript.get("seconds", 0.0))),
+            "text": transcript.text,
+            "likelihood": 1.0,  # Whisper gives no utterance confidence
+            "seconds": float(transcript.audio_seconds),
             "wakewordId": None,
             "asrTokens": None,
-            "lang": transcript.get("language"),
+            "lang": transcript.language,
         }
         return [("hermes/asr/textCaptured", payload)]
-    if event.type == EventType.INTENT and (intent := intent_dict(data)) is not None:
-        name = str(intent["name"])
-        text = str(intent.get("text") or data.get("text") or "")
+    if event.type == EventType.INTENT:
+        intent = ev.Intent.from_event(event)
         payload = {
             **base,
-            "input": text,
-            "rawInput": text,
-            "intent": {
-                "intentName": name,
-                "confidenceScore": float(intent.get("confidence", 1.0)),
-            },
-            "slots": [_slot(k, v) for k, v in (intent.get("slots") or {}).items()],
+            "input": intent.text,
+            "rawInput": intent.text,
+            "intent": {"intentName": intent.name, "confidenceScore": float(intent.confidence)},
+            "slots": [_slot(k, v) for k, v in intent.slots.items()],
             "customData": None,
             "asrTokens": [],
             "asrConfidence": None,
             "wakewordId": None,
-            "lang": intent.get("language"),
+            "lang": None,
         }
-        return [(f"hermes/nlu/intent/{_topic_safe(name)}", payload)]
+        return [(f"hermes/nlu/intent/{_topic_safe(intent.name)}", payload)]
     if event.type == EventType.INTENT_NOT_RECOGNIZED:
-        text = transcript_text(data) or ""
+        text = ev.IntentNotRecognized.from_event(event).text
         return [("hermes/nlu/intentNotRecognized", {**base, "input": text, "customData": None})]
     if event.type == EventType.TTS_END:
         return [("hermes/tts/sayFinished", {**base, "id": event.run_id})]

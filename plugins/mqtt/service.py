@@ -23,8 +23,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
 
-from voiced.events import Event, error_event
-from voiced.hookspecs import hookimpl
+from voiced.api.events import Event, error_event
+from voiced.api.hooks import hookimpl
 
 from .broker import EmbeddedBroker, PortBusy
 from .client import MqttClient, Will, rc_ok
@@ -48,12 +48,6 @@ class Message:
     retain: bool = False
 
 
-@dataclass(frozen=True)
-class _MutedSet:
-    site_id: str
-    muted: bool
-
-
 class MqttService:
     """Publishes every pipeline event and takes commands over MQTT."""
 
@@ -68,7 +62,7 @@ class MqttService:
         self.embedded: EmbeddedBroker | None = None
         self.dropped = 0
         self.delivered = 0
-        self._items: deque[Event | Message | _MutedSet] = deque()
+        self._items: deque[Event | Message] = deque()
         self._items_lock = threading.Lock()
         self._dropped_this_outage = 0
         self._why_dropped: str | None = None  # said when the drops are reported
@@ -186,7 +180,7 @@ class MqttService:
             "delivered": self.delivered,
         }
 
-    def _enqueue(self, item: Event | Message | _MutedSet) -> None:
+    def _enqueue(self, item: Event | Message) -> None:
         with self._items_lock:
             if len(self._items) >= self.options.queue_size:
                 self._items.popleft()
@@ -308,13 +302,9 @@ class MqttService:
 
     # -- what to publish -------------------------------------------------------------
 
-    def _expand(self, item: Event | Message | _MutedSet) -> list[Message]:
+    def _expand(self, item: Event | Message) -> list[Message]:
         if isinstance(item, Message):
             return [item]
-        if isinstance(item, _MutedSet):
-            state = self._sites.setdefault(item.site_id, SiteState())
-            state.muted = item.muted
-            return [self._state_message(item.site_id, state, "muted")]
         qos = self.options.qos
         site = item.site_id or self.site_id
         messages = [Message(self.topics.event(site, str(item.type)), item.to_json(), qos)]
@@ -323,10 +313,15 @@ class MqttService:
                 if isinstance(value, bytes | bytearray):
                     messages.append(Message(self.topics.audio(site, str(item.type)), value, qos))
         state = self._sites.setdefault(site, SiteState())
-        messages += [self._state_message(site, state, name) for name in state.apply(item)]
-        if self.options.hermes:
-            for topic, payload in hermes_messages(item):
-                messages.append(Message(topic, json.dumps(payload, default=str), qos))
+        try:
+            changed = state.apply(item)
+            hermes = hermes_messages(item) if self.options.hermes else []
+        except (KeyError, TypeError, ValueError) as exc:  # a plugin's event in another shape
+            log.warning("MQTT: a %s event not in the documented shape (%r)", item.type, exc)
+            return messages
+        messages += [self._state_message(site, state, name) for name in changed]
+        for topic, payload in hermes:
+            messages.append(Message(topic, json.dumps(payload, default=str), qos))
         return messages
 
     def _state_message(self, site_id: str, state: SiteState, name: str) -> Message:
@@ -410,8 +405,7 @@ class MqttService:
         await self.app.listen(site_id)
 
     async def _app_mute(self, muted: bool, site_id: str) -> None:
-        self.app.set_muted(muted, site_id)
-        self._enqueue(_MutedSet(site_id, muted))
+        self.app.set_muted(muted, site_id)  # the core's state event reports it
 
     async def _app_cancel(self, site_id: str) -> None:
         self.app.cancel(site_id)

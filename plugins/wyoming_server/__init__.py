@@ -30,9 +30,9 @@ from wyoming.tts import Synthesize
 from wyoming.vad import VoiceStarted, VoiceStopped
 from wyoming.wake import Detection
 
-from voiced.building import make_stage
-from voiced.events import Event, EventType
-from voiced.hookspecs import hookimpl
+from voiced.api import events as ev
+from voiced.api.events import Event, EventType
+from voiced.api.hooks import hookimpl
 
 log = logging.getLogger(__name__)
 
@@ -80,19 +80,20 @@ class WyomingOptions(BaseModel):
 
 # What satellites hear of their own runs, as Wyoming events.
 def _to_wyoming(event: Event) -> Any:
-    data = event.data
     if event.type == EventType.WAKE:
-        return Detection(name=data.get("name")).event()
+        return Detection(name=ev.Wake.from_event(event).name).event()
     if event.type == EventType.VAD_START:
         return VoiceStarted().event()
     if event.type == EventType.VAD_END:
         return VoiceStopped().event()
     if event.type == EventType.TRANSCRIPT:
-        return WyTranscript(text=data.get("text", ""), language=data.get("language")).event()
+        transcript = ev.Transcript.from_event(event)
+        return WyTranscript(text=transcript.text, language=transcript.language).event()
     if event.type == EventType.TTS_START:
-        return Synthesize(text=data.get("text", "")).event()
+        return Synthesize(text=ev.TtsStart.from_event(event).text).event()
     if event.type == EventType.ERROR:
-        return Error(text=str(data.get("message", "")), code=data.get("stage")).event()
+        error = ev.Error.from_event(event)
+        return Error(text=error.message, code=error.stage).event()
     return None
 
 
@@ -119,7 +120,7 @@ class WyomingService:
         if self.app is None or "wake" not in self.services:
             return
         for name in self.wake_stage_names():
-            stage = make_stage(self.app.host, self.app.settings, "wake", name, self.app)
+            stage = self.app.make_stage("wake", name)
             for word in _words_of(stage, name):
                 self.wake_words.setdefault(word, name)
 
@@ -176,8 +177,8 @@ class WyomingService:
             return self._wake_pool.pop()
         stages = []
         for name in self.wake_stage_names():
-            stage = make_stage(self.app.host, self.app.settings, "wake", name, self.app)
-            await asyncio.to_thread(stage.load)
+            stage = self.app.make_stage("wake", name)
+            await self.app.in_thread(stage.load)
             stages.append(stage)
         return stages
 
@@ -287,19 +288,9 @@ async def _open(uri: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 
 
 def _words_of(stage: Any, stage_name: str) -> list[str]:
-    """The wake words a loaded wake stage listens for (its own list, else its name)."""
-    for attr in ("wake_words", "words", "names", "models"):
-        value = getattr(stage, attr, None)
-        if isinstance(value, dict):
-            value = list(value)
-        if isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
-            return [str(v) for v in value]
-    info = getattr(stage, "info", None) or {}
-    for key in ("wake_words", "models", "names"):
-        value = info.get(key) if isinstance(info, dict) else None
-        if isinstance(value, list) and value:
-            return [str(v) for v in value]
-    return [stage_name]
+    """The wake words a wake stage listens for (``Wake.names``), else the stage's name."""
+    names = getattr(stage, "names", None)  # optional in third-party wake stages
+    return [str(n) for n in names] if names else [stage_name]
 
 
 @hookimpl

@@ -42,8 +42,7 @@ def whisper_languages(engine: Any) -> list[str]:
 
 
 def asr_programs(app: Any) -> list[AsrProgram]:
-    chain = app.asr
-    engines = chain.loaded if chain is not None else []
+    engines = app.engines("asr")
     if not engines:
         return []
     models = []
@@ -74,8 +73,7 @@ def asr_programs(app: Any) -> list[AsrProgram]:
 
 
 def tts_programs(app: Any) -> list[TtsProgram]:
-    chain = app.tts
-    engines = chain.loaded if chain is not None else []
+    engines = app.engines("tts")
     if not engines:
         return []
     voices = []

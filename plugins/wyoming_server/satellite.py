@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from wyoming.audio import AudioChunk as WyomingChunk
 from wyoming.audio import AudioStart, AudioStop
 
-from voiced.audio import AudioChunk, AudioFormat, StreamConverter
+from voiced.api.audio import AudioChunk, AudioFormat, StreamConverter
 
 if TYPE_CHECKING:
     from voiced_plugins.wyoming_server.session import Session

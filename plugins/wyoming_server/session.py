@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from voiced_plugins.wyoming_server.satellite import SatelliteSource, peer_name
@@ -33,11 +33,18 @@ from wyoming.tts import (
 )
 from wyoming.wake import Detect, Detection, NotDetected
 
-from voiced.audio import AudioChunk, AudioFormat, AudioFormatError, StreamConverter
-from voiced.context import new_run_id
-from voiced.events import Event, EventType, error_event
-from voiced.intents import Intent, Response, Transcript
-from voiced.sentences import split_sentences
+from voiced.api import events as ev
+from voiced.api.app import Phase, Run, StageFailed
+from voiced.api.audio import (
+    PCM_BYTES_PER_SECOND,
+    AudioChunk,
+    AudioFormat,
+    AudioFormatError,
+    StreamConverter,
+)
+from voiced.api.events import error_event
+from voiced.api.intents import Intent, Transcript
+from voiced.api.text import split_sentences
 
 if TYPE_CHECKING:
     from voiced_plugins.wyoming_server import WyomingService
@@ -82,12 +89,12 @@ class Session(AsyncEventHandler):
         self._wakes: list[Any] | None = None
         self._wake_names: set[str] | None = None
         self._detected = False
+        self._run: Run | None = None  # the run of the audio request or speech stream open now
         self._stream_text: str | None = None  # synthesize-start .. -stop
         self._stream_started: AudioFormat | None = None
         # satellite state
         self.satellite_name: str | None = None
         self.source: SatelliteSource | None = None
-        self._site_task: asyncio.Task[None] | None = None
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -136,6 +143,8 @@ class Session(AsyncEventHandler):
         except RequestError as exc:
             log.warning("[%s] wyoming %s: %s", self.site_id, event.type, exc)
             await self._error(str(exc), exc.code)
+        except StageFailed as exc:  # its error event is out; the peer hears why
+            await self._error(exc.message, exc.stage)
         except (ConnectionError, OSError):
             return False
         except Exception as exc:  # a bad request must not take the server down
@@ -169,6 +178,7 @@ class Session(AsyncEventHandler):
                 await self._synthesize(Synthesize.from_event(event).text)
         elif SynthesizeStart.is_type(kind):
             self._need("tts")
+            self._open_run("wyoming-synthesize", Phase.SPEAKING)
             self._stream_text, self._stream_started = "", None
         elif SynthesizeChunk.is_type(kind):
             await self._synthesize_chunk(SynthesizeChunk.from_event(event).text)
@@ -179,7 +189,7 @@ class Session(AsyncEventHandler):
             await self._recognize_request(Recognize.from_event(event).text)
         elif WyTranscript.is_type(kind):
             self._need("handle")
-            await self._handle_text(WyTranscript.from_event(event).text)
+            await self._answer_transcript(WyTranscript.from_event(event).text)
         elif WyIntent.is_type(kind):
             self._need("handle")
             await self._handle_intent(WyIntent.from_event(event))
@@ -200,6 +210,7 @@ class Session(AsyncEventHandler):
     async def disconnect(self) -> None:
         """The peer went away: end its site's stream; runs in flight end quietly."""
         self.closed = True
+        self._close_run("disconnected")
         await self._stop_satellite("disconnected")
         if self._wakes is not None:
             self.service.release_wakes(self._wakes)
@@ -218,12 +229,48 @@ class Session(AsyncEventHandler):
             )
 
     def _begin(self, request: str) -> None:
+        if self._stream_text is None:  # a detect left open ends when the next request begins
+            self._close_run("replaced")
         self._request = request
         self._audio.clear()
         self._converter = None
         self._detected = False
         for wake in self._wakes or []:
             wake.reset()
+        if request == "detect":
+            self._open_run("wyoming-detect", Phase.LISTENING)
+
+    # -- runs of requests --------------------------------------------------------------------
+
+    def _open_run(self, reason: str, phase: Phase) -> Run:
+        """The run of a request that spans several events (detect, synthesize-start..stop)."""
+        self._close_run("replaced")
+        self._run = self.app.start_run(self.site_id, reason, phase=phase, via="wyoming")
+        return self._run
+
+    def _close_run(self, reason: str) -> None:
+        run, self._run = self._run, None
+        if run is not None:
+            run.end(reason)
+
+    @contextlib.asynccontextmanager
+    async def _request_run(self, reason: str, phase: Phase) -> AsyncIterator[Run]:
+        """The run of a one-event request: done when the block ends, else why it did not."""
+        run = self.app.start_run(self.site_id, reason, phase=phase, via="wyoming")
+        try:
+            yield run
+        except asyncio.CancelledError:
+            run.end("cancelled")
+            raise
+        except (ConnectionError, OSError):
+            run.end("disconnected")
+            raise
+        except Exception:
+            run.end("error")
+            raise
+        run.end("done")
+
+    # -- audio requests ---------------------------------------------------------------------
 
     def _on_audio_start(self, event: WyEvent) -> None:
         start = AudioStart.from_event(event)
@@ -243,14 +290,14 @@ class Session(AsyncEventHandler):
                 if "satellite" not in self.service.services:
                     return
                 await self._start_satellite(None)
-            if self.source is not None and getattr(self.app, "accepting", True):
+            if self.source is not None and self.app.accepting:
                 self.source.feed(chunk.audio, fmt)  # not while the daemon shuts down
             return
         if self._converter is None or self._converter.format != fmt:
             self._converter = StreamConverter(fmt)
         pcm = self._converter.convert(chunk.audio)
         if self._request == "transcribe":
-            if len(self._audio) + len(pcm) > MAX_REQUEST_SECONDS * 32000:
+            if len(self._audio) + len(pcm) > MAX_REQUEST_SECONDS * PCM_BYTES_PER_SECOND:
                 self._request = None
                 raise RequestError(
                     f"transcribe: more than {MAX_REQUEST_SECONDS:g} s of audio", "too-long"
@@ -267,36 +314,14 @@ class Session(AsyncEventHandler):
             await self._transcribe(bytes(self._audio), self._language)
             self._audio.clear()
         elif request == "detect" and not self._detected:
+            self._close_run("not-detected")
             await self.send(NotDetected().event())
 
     async def _transcribe(self, pcm: bytes, language: str | None) -> None:
-        app, run = self.app, new_run_id()
-        ended = time.monotonic()
-        engine, transcript = await asyncio.to_thread(
-            app.asr.call, "transcribe", pcm, language, run_id=run, site_id=self.site_id
-        )
-        now = time.monotonic()
-        text = "" if transcript.no_speech else transcript.text.strip()
-        await self.send(WyTranscript(text=text, language=transcript.language).event())
-        seconds = len(pcm) / 32000
-        app.emit(
-            Event(
-                EventType.TRANSCRIPT,
-                run,
-                self.site_id,
-                {
-                    "text": text,
-                    "engine": engine,
-                    "language": transcript.language,
-                    "audio_seconds": round(seconds, 3),
-                    "latency_s": round(now - ended, 4),
-                    "asr_seconds": round(now - ended, 4),
-                    "rtf": round((now - ended) / seconds, 4) if seconds else None,
-                    "no_speech": transcript.no_speech,
-                    "via": "wyoming",
-                },
-            )
-        )
+        async with self._request_run("wyoming-transcribe", Phase.THINKING) as run:
+            transcript = await self.app.transcribe(run, pcm, language)
+            text = "" if transcript.no_speech else transcript.text.strip()
+            await self.send(WyTranscript(text=text, language=transcript.language).event())
 
     async def _load_wakes(self, names: list[str] | None) -> None:
         if self._wakes is None:
@@ -313,7 +338,7 @@ class Session(AsyncEventHandler):
 
     async def _detect(self, chunk: AudioChunk, timestamp: int | None) -> None:
         for wake in self._wakes or []:
-            detection = await asyncio.to_thread(wake.process, chunk)
+            detection = await self.app.in_thread(wake.process, chunk)
             if detection is None:
                 continue
             if self._wake_names and detection.name not in self._wake_names:
@@ -322,81 +347,59 @@ class Session(AsyncEventHandler):
             for other in self._wakes or []:
                 other.reset()
             await self.send(Detection(name=detection.name, timestamp=timestamp).event())
-            self.app.emit(
-                Event(
-                    EventType.WAKE,
-                    None,
-                    self.site_id,
-                    {
-                        "name": detection.name,
-                        "score": round(float(detection.score), 4),
-                        "via": "wyoming",
-                        **detection.data,
-                    },
-                )
-            )
+            run = self._run or self._open_run("wyoming-detect", Phase.LISTENING)
+            score = round(float(detection.score), 4)
+            run.emit(ev.Wake(name=detection.name, score=score, extra=dict(detection.data)))
+            self._close_run("done")
             return
 
     # -- speech synthesis --------------------------------------------------------------------
 
     async def _synthesize(self, text: str) -> None:
-        started = await self._speak_sentences(split_sentences(text), None)
-        await self.send(AudioStop().event())
+        async with self._request_run("wyoming-synthesize", Phase.SPEAKING) as run:
+            started = await self._speak_sentences(run, split_sentences(text), None, last=True)
+            await self.send(AudioStop().event())
         if started is None:
             log.info("[%s] synthesize: nothing to say in %r", self.site_id, text)
 
     async def _synthesize_chunk(self, text: str) -> None:
-        if self._stream_text is None:
+        if self._stream_text is None or self._run is None:
             raise RequestError("synthesize-chunk without synthesize-start", "synthesize")
         self._stream_text += text
         sentences = split_sentences(self._stream_text)
         if len(sentences) > 1:  # the last one may still grow
             done, rest = sentences[:-1], sentences[-1]
-            self._stream_started = await self._speak_sentences(done, self._stream_started)
+            self._stream_started = await self._speak_sentences(
+                self._run, done, self._stream_started, last=False
+            )
             self._stream_text = rest
 
     async def _synthesize_stop(self) -> None:
-        if self._stream_text is None:
+        if self._stream_text is None or self._run is None:
             raise RequestError("synthesize-stop without synthesize-start", "synthesize")
         rest, self._stream_text = self._stream_text, None
-        await self._speak_sentences(split_sentences(rest), self._stream_started)
+        try:
+            await self._speak_sentences(
+                self._run, split_sentences(rest), self._stream_started, last=True
+            )
+        except Exception:
+            self._close_run("error")
+            raise
         self._stream_started = None
         await self.send(AudioStop().event())
         await self.send(SynthesizeStopped().event())
+        self._close_run("done")
 
     async def _speak_sentences(
-        self, sentences: list[str], started: AudioFormat | None
+        self, run: Run, sentences: list[str], started: AudioFormat | None, *, last: bool
     ) -> AudioFormat | None:
         """Synthesize sentence by sentence, streaming each as soon as it's made."""
-        app, run = self.app, new_run_id()
         samples = self.service.options.samples_per_chunk
-        if not sentences and started is None:
-            fmt = getattr(app.tts.active[1], "format", None) or AudioFormat(22050, 2, 1)
-            await self.send(AudioStart(fmt.rate, fmt.width, fmt.channels).event())
-            return fmt
-        for sentence in sentences:
-            t0 = time.monotonic()
-            engine, chunk = await asyncio.to_thread(
-                app.tts.call, "synthesize", sentence, run_id=run, site_id=self.site_id
-            )
+        async for chunk in run.stream_speech(sentences):
             fmt = chunk.format
             if started is None:
                 started = fmt
                 await self.send(AudioStart(fmt.rate, fmt.width, fmt.channels).event())
-                app.emit(
-                    Event(
-                        EventType.TTS_AUDIO,
-                        run,
-                        self.site_id,
-                        {
-                            "engine": engine,
-                            "sentence": 1,
-                            "via": "wyoming",
-                            "time_to_first_audio_s": round(time.monotonic() - t0, 4),
-                            "rate": fmt.rate,
-                        },
-                    )
-                )
             step = samples * fmt.width * fmt.channels
             for offset in range(0, len(chunk.audio), step):
                 await self.send(
@@ -404,75 +407,32 @@ class Session(AsyncEventHandler):
                         fmt.rate, fmt.width, fmt.channels, chunk.audio[offset : offset + step]
                     ).event()
                 )
+        if started is None and last:  # nothing to say: an empty stream, still well-formed
+            fmt = self.app.voice_format()
+            await self.send(AudioStart(fmt.rate, fmt.width, fmt.channels).event())
+            return fmt
         return started
 
     # -- intents ---------------------------------------------------------------------------
 
-    async def _recognize(self, text: str) -> tuple[Intent | None, Any]:
-        app = self.app
-        context = app.new_context(self.site_id)
-        transcript = Transcript(text=text, language=app.settings.language, engine="wyoming")
-        intent = await asyncio.to_thread(
-            app.pm.hook.voiced_recognize, transcript=transcript, context=context
-        )
-        if intent is None:
-            app.emit(
-                Event(
-                    EventType.INTENT_NOT_RECOGNIZED,
-                    context.run_id,
-                    self.site_id,
-                    {
-                        "text": text,
-                        "via": "wyoming",
-                        "reasons": context.data.get("intent_errors", []),
-                    },
-                )
-            )
-        else:
-            app.emit(
-                Event(
-                    EventType.INTENT,
-                    context.run_id,
-                    self.site_id,
-                    {**intent.to_dict(), "via": "wyoming"},
-                )
-            )
-        return intent, context
+    def _transcript(self, text: str) -> Transcript:
+        return Transcript(text=text, language=self.app.settings.language, engine="wyoming")
 
     async def _recognize_request(self, text: str) -> None:
-        intent, _ = await self._recognize(text)
+        async with self._request_run("wyoming-recognize", Phase.THINKING) as run:
+            intent = await run.recognize(self._transcript(text))
         if intent is None:
             await self.send(NotRecognized(text=self.app.settings.pipeline.not_understood).event())
             return
         entities = [Entity(name=k, value=v) for k, v in intent.slots.items()]
         await self.send(WyIntent(name=intent.name, entities=entities, text=intent.text).event())
 
-    async def _handle(self, intent: Intent, context: Any) -> Response | None:
-        app = self.app
-        started = time.monotonic()
-        response = await asyncio.to_thread(
-            app.pm.hook.voiced_handle, intent=intent, context=context
-        )
-        if response is not None:
-            app.emit(
-                Event(
-                    EventType.HANDLED,
-                    context.run_id,
-                    self.site_id,
-                    {
-                        **response.to_dict(),
-                        "seconds": round(time.monotonic() - started, 4),
-                        "via": "wyoming",
-                    },
-                )
-            )
-        return response
-
-    async def _handle_text(self, text: str) -> None:
-        intent, context = await self._recognize(text)
-        response = await self._handle(intent, context) if intent is not None else None
-        if response is None:
-            await self.send(NotHandled(text=self.app.settings.pipeline.not_understood).event())
+    async def _answer_transcript(self, text: str) -> None:
+        """A transcript from Home Assistant: recognize -> handle -> answer, like a spoken one."""
+        async with self._request_run("wyoming-transcript", Phase.THINKING) as run:
+            response = await run.answer(self._transcript(text))
+        if run.intent is None or not response.handler:
+            await self.send(NotHandled(text=response.speech).event())
         else:
             await self.send(Handled(text=response.speech).event())
 
@@ -483,10 +443,10 @@ class Session(AsyncEventHandler):
             recognizer="wyoming",
             slots={e.name: e.value for e in wy_intent.entities},
         )
-        context = self.app.new_context(self.site_id)
-        response = await self._handle(intent, context)
-        if response is None:
-            await self.send(NotHandled(text="Sorry, I can't do that yet.").event())
+        async with self._request_run("wyoming-intent", Phase.THINKING) as run:
+            response = await run.handle(intent)
+        if not response.handler:
+            await self.send(NotHandled(text=response.speech).event())
         else:
             await self.send(Handled(text=response.speech).event())
 
@@ -498,46 +458,28 @@ class Session(AsyncEventHandler):
             return
         self.site_id = self.service.attach(self, name or self.satellite_name)
         self.source = SatelliteSource(self.site_id)
-        self._site_task = asyncio.create_task(
-            self._run_site(self.source), name=f"wyoming-site:{self.site_id}"
-        )
-        log.info("[%s] satellite connected from %s", self.site_id, self.peer)
-
-    async def _run_site(self, source: SatelliteSource) -> None:
-        sink = self.service.sink_for(self.site_id)
         try:
-            await self.app.run_site(source, sinks=[sink])
-        except asyncio.CancelledError:
-            raise
+            await self.app.attach_site(self.source, sinks=[self.service.sink_for(self.site_id)])
         except Exception as exc:
             log.exception("[%s] satellite site failed", self.site_id)
             self.app.emit(
                 error_event("wyoming", f"satellite site failed: {exc}", None, self.site_id)
             )
+            return
+        log.info("[%s] satellite connected from %s", self.site_id, self.peer)
 
     async def _run_pipeline(self, request: RunPipeline) -> None:
         await self._start_satellite(None)
         if request.start_stage != PipelineStage.WAKE:  # woken on the satellite itself
-            await self._until_site_exists()
             await self.app.listen(self.site_id)
 
-    async def _until_site_exists(self) -> None:
-        for _ in range(200):
-            if self.site_id in self.app.sites:
-                return
-            await asyncio.sleep(0.01)
-
     async def _stop_satellite(self, reason: str) -> None:
-        source, task = self.source, self._site_task
+        source = self.source
         if source is None:
             return
-        self.source, self._site_task = None, None
+        self.source = None
         source.close()
-        if task is not None:
-            try:
-                await asyncio.wait_for(asyncio.shield(task), 10)
-            except (TimeoutError, asyncio.CancelledError):
-                task.cancel()
+        await self.app.detach_site(self.site_id)
         self.service.detach(self)
         log.info("[%s] satellite %s", self.site_id, reason)
 

@@ -15,7 +15,6 @@ The modules, one concept each:
 - :mod:`~voiced.doctor.gpu_checks`: the GPU section (torch, devices, matmul, torchaudio)
 - :mod:`~voiced.doctor.engines`: CTranslate2 and ONNX Runtime
 - :mod:`~voiced.doctor.system`: Python, packages, PortAudio and sound devices
-- :mod:`~voiced.doctor.mqtt`: the MQTT broker
 - :mod:`~voiced.doctor.models`: configured and bundled models, ``--load``
 - :mod:`~voiced.doctor.runner`: :func:`diagnose`, plugins' checks and the command line
 
@@ -58,7 +57,6 @@ from voiced.doctor.models import (
     load_checks,
     model_checks,
 )
-from voiced.doctor.mqtt import mqtt_check, mqtt_checks
 from voiced.doctor.runner import (
     HELP,
     audio_needed,
@@ -108,8 +106,6 @@ __all__ = [
     "main",
     "matmul_check",
     "model_checks",
-    "mqtt_check",
-    "mqtt_checks",
     "override_env_check",
     "plugin_checks",
     "python_checks",

@@ -14,7 +14,6 @@ from voiced.doctor.engines import engine_checks
 from voiced.doctor.gpu_checks import gpu_checks
 from voiced.doctor.hardware import current_user_groups, scan_hardware
 from voiced.doctor.models import load_checks, model_checks
-from voiced.doctor.mqtt import mqtt_checks
 from voiced.doctor.system import audio_checks, python_checks
 
 
@@ -152,7 +151,6 @@ def diagnose(
     checks += engine_checks(ct2, onnx, torch_probe)
     checks += audio_checks(audio_needed(settings))
     if host is not None:
-        checks += mqtt_checks(settings, host)
         checks += model_checks(settings, host)
         if load:
             checks += load_checks(settings, host)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from voiced.hookspecs import hookimpl
+from voiced.api.hooks import hookimpl
 
 
 class EnergyVadOptions(BaseModel):

@@ -1,4 +1,5 @@
-"""The MQTT section: the configured broker is reachable and accepts the login."""
+"""``voiced doctor``'s MQTT section (this plugin's ``voiced_doctor_checks``): the configured
+broker is reachable and accepts the login, or the embedded one can start."""
 
 from __future__ import annotations
 
@@ -7,7 +8,12 @@ import socket
 import time
 from typing import Any
 
-from voiced.doctor.checks import Check
+from pydantic import ValidationError
+
+from voiced.api.config import Settings
+from voiced.api.doctor import Check
+
+from .options import MqttOptions
 
 
 def mqtt_check(endpoint: Any, tls_context: Any = None, timeout: float = 3.0) -> Check:
@@ -74,28 +80,25 @@ def mqtt_check(endpoint: Any, tls_context: Any = None, timeout: float = 3.0) -> 
     return Check(name, True, f"connected{who}", required=True, section="mqtt")
 
 
-def mqtt_checks(settings: Any, host: Any) -> list[Check]:
+def mqtt_checks(settings: Settings) -> list[Check]:
     """The MQTT service's broker: embedded, or the configured one reachable."""
-    from voiced.building import validate_options
-    from voiced.config import ConfigError
-
     if "mqtt" not in settings.pipeline.service:
         return []
     try:
-        options = validate_options(host, settings, "service", "mqtt", "pipeline.service")
-    except ConfigError as exc:
+        options = MqttOptions.model_validate(settings.stage_options("service", "mqtt"))
+    except ValidationError as exc:
         return [
             Check(
                 "MQTT options",
                 False,
-                str(exc),
+                f"stages.service.mqtt: {exc}",
                 "fix [stages.service.mqtt]",
                 required=True,
                 section="mqtt",
             )
         ]
-    if not getattr(options, "broker_configured", True):
-        port = getattr(options, "embedded_port", 1883)
+    if not options.broker_configured:
+        port = options.embedded_port
         busy = _port_in_use("127.0.0.1", port)
         return [
             Check(
