@@ -8,6 +8,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from voiced_plugins.wyoming_server.conversation import PEER_EXECUTES, intent_event, transcript_reply
 from voiced_plugins.wyoming_server.satellite import SatelliteSource, peer_name
 from wyoming.asr import Transcribe
 from wyoming.asr import Transcript as WyTranscript
@@ -18,8 +19,8 @@ from wyoming.event import Event as WyEvent
 from wyoming.handle import Handled, NotHandled
 from wyoming.info import Describe
 from wyoming.info import Info as WyInfo
-from wyoming.intent import Entity, NotRecognized, Recognize
 from wyoming.intent import Intent as WyIntent
+from wyoming.intent import NotRecognized, Recognize
 from wyoming.ping import Ping, Pong
 from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite
@@ -444,8 +445,7 @@ class Session(AsyncEventHandler):
         if intent is None:
             await self.send(NotRecognized(text=self.app.settings.pipeline.not_understood).event())
             return
-        entities = [Entity(name=k, value=v) for k, v in intent.slots.items()]
-        await self.send(WyIntent(name=intent.name, entities=entities, text=intent.text).event())
+        await self.send(intent_event(intent, None))  # text is what to speak: nothing yet
 
     async def _handle(self, intent: Intent, context: Any) -> Response | None:
         app = self.app
@@ -470,11 +470,10 @@ class Session(AsyncEventHandler):
 
     async def _handle_text(self, text: str) -> None:
         intent, context = await self._recognize(text)
+        context.data[PEER_EXECUTES] = True
         response = await self._handle(intent, context) if intent is not None else None
-        if response is None:
-            await self.send(NotHandled(text=self.app.settings.pipeline.not_understood).event())
-        else:
-            await self.send(Handled(text=response.speech).event())
+        not_understood = self.app.settings.pipeline.not_understood
+        await self.send(transcript_reply(intent, response, not_understood))
 
     async def _handle_intent(self, wy_intent: WyIntent) -> None:
         intent = Intent(
