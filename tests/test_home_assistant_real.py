@@ -390,3 +390,41 @@ def record_figure(name: str, seconds: float) -> None:
     if out:
         with open(out, "a", encoding="utf-8") as figures:
             figures.write(line + "\n")
+
+
+async def test_what_home_assistant_cannot_do_is_a_short_answer_and_an_event(
+    ha: HomeAssistant, voiced: Voiced, assistant: Any
+) -> None:
+    from voiced_plugins.home_assistant import HandlerOptions, HomeAssistantHandler
+    from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
+
+    from voiced.context import RunContext
+    from voiced.intents import Intent
+
+    options = HandlerOptions(url=ha.url, token_file=str(voiced.folder / "ha-token"))
+    handler = HomeAssistantHandler(options, assistant)
+    handler.load()
+    recognizer = HassilIntent(HassilOptions(home="", sentences=[]))
+    recognizer.load()
+    recognizer.use_home(wait_for_cache(voiced.cache, lambda home: home["entities"]))
+    assistant.stages[("intent", "hassil")] = recognizer
+
+    async def handle(name: str, slots: dict[str, Any]) -> Any:
+        context = RunContext(app=assistant)
+        return await asyncio.to_thread(handler.voiced_handle, Intent(name, slots), context)
+
+    unknown = await handle("HassTurnOn", {"name": "Garage Door Opener"})
+    assert unknown.speech == "Sorry, Home Assistant has no device called Garage Door Opener."
+    assert unknown.data["acted"] is False
+    no_such_intent = await handle("HassTeleport", {"name": "Kitchen Lights"})
+    assert no_such_intent.speech == options.refused_speech
+    set_light(ha, "on")
+    off = await handle("HassTurnOff", {"name": "Kitchen Lights"})
+    assert off.data["acted"] is True and off.data["entities"] == [LIGHT]
+    assert ha.state(LIGHT)["state"] == "off"
+    await asyncio.sleep(0.1)
+    refused = [e.data for e in assistant.events if e.type == "intent-refused"]
+    assert [(r["intent"], r["code"]) for r in refused] == [
+        ("HassTurnOn", "no_valid_targets"),  # HA's intent API: a bare 500 for unknown names
+        ("HassTeleport", "http_500"),
+    ]

@@ -78,9 +78,11 @@ class HomeAssistantHandler:
             # HA's intent API answers a target it can't find with its exception's text
             # ("Entities matching: MatchTargetsConstraints(...)"): say something people read
             code = str(data.get("code") or "no_valid_targets")
+            if code.startswith("http_") and not self._names_known(intent):
+                code = "no_valid_targets"
             self._refused(context, intent, code, speech)
             return Response(
-                self.refusal(intent, speech if kind == "error" else ""),
+                self.refusal(intent, code, speech if kind == "error" else ""),
                 self.name,
                 data={"acted": False, "error": code, "message": speech},
             )
@@ -92,10 +94,12 @@ class HomeAssistantHandler:
             data={"acted": kind == "action_done", "entities": success, "response_type": kind},
         )
 
-    def refusal(self, intent: Intent, speech: str) -> str:
+    def refusal(self, intent: Intent, code: str, speech: str) -> str:
         """A short answer for what Home Assistant could not do."""
         if speech:
             return speech
+        if code != "no_valid_targets":
+            return self.options.refused_speech
         slots = ha_slots(intent.slots)
         name, area = slots.get("name"), slots.get("area") or slots.get("floor")
         if name and area:
@@ -104,9 +108,20 @@ class HomeAssistantHandler:
             return f"Sorry, Home Assistant has no device called {name or area}."
         return self.options.refused_speech
 
+    def _names_known(self, intent: Intent) -> bool:
+        """Whether the home (Home Assistant's, as the recognizer has it) has what the intent
+        names: Home Assistant's intent API answers an unknown name with a bare HTTP 500."""
+        home = getattr(self._recognizer(), "home", None)
+        if home is None:
+            return not any(k in intent.slots for k in ("name", "area", "floor"))
+        return bool(home.match(ha_slots(intent.slots)))
+
+    def _recognizer(self) -> Any:
+        return self.app.stage("intent", "hassil") if self.app is not None else None
+
     def _answer(self, intent: Intent, entity_ids: list[str]) -> str | None:
         """Home Assistant's response template for the intent, as its own agent says it."""
-        recognizer = self.app.stage("intent", "hassil") if self.app is not None else None
+        recognizer = self._recognizer()
         responses = getattr(recognizer, "responses", None)
         if not responses:
             return None
@@ -144,8 +159,9 @@ class HomeAssistantHandler:
                 raise ValueError("Home Assistant refused the token (401)") from None
             try:
                 answer = json.loads(text)  # an intent error comes back as a response body
-            except ValueError:
-                raise ValueError(f"Home Assistant answered {exc.code}: {text}") from None
+            except ValueError:  # e.g. 500 for an intent Home Assistant has no handler for
+                log.warning("home-assistant: %s answered %s: %s", intent.name, exc.code, text)
+                return {"response_type": "error", "data": {"code": f"http_{exc.code}"}}
         if not isinstance(answer, dict):
             raise ValueError(f"Home Assistant answered {answer!r}, not an intent response")
         return answer
