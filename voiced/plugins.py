@@ -34,6 +34,7 @@ BUILTIN_ORDER = (
     "io_sounddevice",
     "mqtt",
     "wyoming",
+    "home_assistant",
 )
 
 
