@@ -130,6 +130,8 @@ def test_what_voiced_did_itself_is_handled_and_nothing_recognized_is_not_handled
     assert Handled.from_event(event).text == "Timer set for 5 minutes"
     mqtt = Response("Turned on kitchen lights", "mqtt-actions", data={"acted": True})
     assert Handled.is_type(transcript_reply(TURN_ON, mqtt, "Sorry").type)
+    left = Response("Turned on the lights", "home-assistant", data={"peer_executes_intents": True})
+    assert WyIntent.from_event(transcript_reply(TURN_ON, left, "Sorry")).text == left.speech
     missed = transcript_reply(None, None, "Sorry, I didn't understand")
     assert NotHandled.is_type(missed.type)
     assert NotHandled.from_event(missed).text == "Sorry, I didn't understand"

@@ -100,7 +100,7 @@ source = []
 wake = []
 asr = ["whisper-ctranslate2"]
 intent = ["hassil"]
-handler = ["builtin", "home-assistant", "responses"]
+handler = ["builtin", "home-assistant"]
 tts = ["piper"]
 sink = []
 service = ["log", "mqtt", "wyoming", "home-assistant"]
@@ -320,6 +320,7 @@ async def test_a_spoken_command_switches_the_real_light_through_home_assistant(
              "intent-not-recognized", "error")]  # fmt: skip
     assert handled and handled[0].data["handler"] == "home-assistant", heard
     assert handled[0].data["data"]["acted"] is True
+    assert "light" in handled[0].data["speech"].lower()  # HA's answer, e.g. "Turned on the lights"
     state = ha.state(LIGHT)
     assert state["state"] == "on"
     vad_end = recorder.of("vad-end")[0].t  # after vad.silence_seconds of silence

@@ -58,8 +58,9 @@ class HomeAssistantHandler:
 
     @hookimpl
     def voiced_handle(self, intent: Intent, context: RunContext) -> Response | None:
-        if context.data.get(PEER_EXECUTES):
-            return None  # Home Assistant asked over Wyoming: it runs the intent itself
+        if context.data.get(PEER_EXECUTES):  # Home Assistant asked over Wyoming: it runs the
+            speech = self._answer(intent, list(intent.data.get("entities") or []))  # intent
+            return Response(speech or "", self.name, data={"acted": False, PEER_EXECUTES: True})
         try:
             answer = self.handle_in_home_assistant(intent)
         except (OSError, ValueError) as exc:

@@ -25,8 +25,9 @@ from wyoming.intent import Intent as WyIntent
 from voiced.intents import Intent, Response
 
 PEER_EXECUTES = "peer_executes_intents"
-"""``context.data`` flag set for a Wyoming transcript: handlers that would forward the intent
-to Home Assistant (the ``home-assistant`` handler) step aside, since the asker runs it."""
+"""``context.data`` flag set for a Wyoming transcript: a handler that would forward the intent
+to Home Assistant (the ``home-assistant`` handler) leaves it to the asker instead, answering
+with the words only and this key true in its ``Response.data``."""
 
 NOT_ACTING_HANDLERS = frozenset(("", "responses", "not-understood"))
 """Handlers that only put the intent's answer into words; they don't act on anything."""
@@ -44,7 +45,8 @@ def transcript_reply(
     """``handled`` for what voiced did, ``intent`` for what the asker executes."""
     if intent is None:
         return NotHandled(text=not_understood).event()
-    if response is not None and response.handler not in NOT_ACTING_HANDLERS:
+    leaves_it = response is not None and response.data.get(PEER_EXECUTES)
+    if response is not None and response.handler not in NOT_ACTING_HANDLERS and not leaves_it:
         return Handled(text=response.speech).event()
     return intent_event(intent, response.speech if response is not None else None)
 
