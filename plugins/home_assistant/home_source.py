@@ -88,6 +88,7 @@ class HomeAssistantHome:
         self.refreshes = 0
         self._task: asyncio.Task[None] | None = None
         self._refresh: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Future[None]] = set()
         self._connected = asyncio.Event()
 
     def load(self) -> None:
@@ -107,6 +108,8 @@ class HomeAssistantHome:
     async def stop(self) -> None:
         if self._refresh is not None:
             self._refresh.cancel()
+        for task in list(self._tasks):
+            task.cancel()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -156,10 +159,14 @@ class HomeAssistantHome:
     def _on_registry_change(self, event: dict[str, Any]) -> None:
         if self._refresh is not None:
             self._refresh.cancel()
-        loop = asyncio.get_running_loop()
-        self._refresh = loop.call_later(
-            self.options.refresh_delay, lambda: asyncio.ensure_future(self._refresh_quietly())
+        self._refresh = asyncio.get_running_loop().call_later(
+            self.options.refresh_delay, self._start_refresh
         )
+
+    def _start_refresh(self) -> None:
+        task = asyncio.ensure_future(self._refresh_quietly())
+        self._tasks.add(task)  # a task nobody holds may be collected before it runs
+        task.add_done_callback(self._tasks.discard)
 
     async def _refresh_quietly(self) -> None:
         try:
