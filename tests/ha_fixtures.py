@@ -158,7 +158,8 @@ class HomeAssistant:
 
     # -- life cycle ----------------------------------------------------------------------------
 
-    def start(self, timeout: float = 240.0) -> None:
+    def start(self, timeout: float = 240.0, onboard: bool = True) -> None:
+        """Start Home Assistant; the first start also onboards it (an owner and a token)."""
         started = time.monotonic()
         self.log = open(self.folder / "stdout.log", "wb")  # noqa: SIM115 (closed in stop())
         self.process = subprocess.Popen(
@@ -168,7 +169,8 @@ class HomeAssistant:
         )  # fmt: skip
         wait_port(self.port, timeout)
         self._until(lambda: self._get_status("/api/onboarding") == 200, timeout, "onboarding")
-        self.onboard()
+        if onboard:
+            self.onboard()
         self._until(lambda: self.get("/api/config").get("state") == "RUNNING", timeout, "start")
         self.started_seconds = time.monotonic() - started
 

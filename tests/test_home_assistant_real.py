@@ -33,7 +33,8 @@ from wyoming.client import AsyncTcpClient
 from wyoming.intent import Intent as WyIntent
 from wyoming.intent import Recognize
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+# the first test may build Home Assistant's venv (up to ~25 min cold on loaded cores)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 LIGHT = "light.kitchen_lights"
 COMMAND = "Please turn on the kitchen lights."  # tiny.en hears a bare "turn" as "Pern"
@@ -432,3 +433,17 @@ async def test_what_home_assistant_cannot_do_is_a_short_answer_and_an_event(
         ("HassTurnOn", "no_valid_targets"),  # HA's intent API: a bare 500 for unknown names
         ("HassTeleport", "http_500"),
     ]
+
+
+def test_voiced_reconnects_when_home_assistant_restarts_and_follows_it_again(
+    ha: HomeAssistant, voiced: Voiced
+) -> None:
+    ha.stop()
+    ha.start(onboard=False)  # same config, port and token
+    ha.ws("config/entity_registry/update", entity_id=LIGHT, aliases=["after restart light"])
+    try:
+        wait_for_cache(voiced.cache, lambda home: "after restart light" in home_names(home), 90)
+        intent = asyncio.run(recognize(voiced, "turn on the after restart light"))
+        assert intent is not None and intent.name == "HassTurnOn"
+    finally:
+        ha.ws("config/entity_registry/update", entity_id=LIGHT, aliases=[])
