@@ -240,13 +240,27 @@ async def test_recognize_turns_text_into_a_home_assistant_intent(daemon, recorde
     assert recorder.of("intent")[-1].data["name"] == "HassTurnOn"
 
 
-async def test_a_transcript_sent_to_handle_is_acted_on_and_answered(daemon, recorder):
+async def test_a_transcript_home_assistant_executes_comes_back_as_an_intent_to_speak(
+    daemon, recorder
+):
     async with connect(daemon) as client:
         await client.write_event(Transcript(text="turn off the kitchen light").event())
-        answer = (await read_until(client, "handled", "not-handled"))[-1]
+        answer = (await read_until(client, "intent", "handled", "not-handled"))[-1]
+    assert answer.type == "intent"  # nobody in voiced acts on lights here: the asker does
+    intent = Intent.from_event(answer)
+    assert intent.name == "HassTurnOff"
+    assert {e.name: e.value for e in intent.entities}["name"] == "Kitchen Light"
+    assert intent.text and "light" in intent.text.lower()  # what to say, not the command
+    assert "turn off" not in intent.text.lower()
+
+
+async def test_a_transcript_voiced_handles_itself_is_answered_as_handled(daemon, recorder):
+    async with connect(daemon) as client:
+        await client.write_event(Transcript(text="what time is it").event())
+        answer = (await read_until(client, "intent", "handled", "not-handled"))[-1]
     assert answer.type == "handled"
-    assert "light" in Handled.from_event(answer).text.lower()
-    assert recorder.of("handled")
+    assert Handled.from_event(answer).text
+    assert recorder.of("handled")[-1].data["handler"] == "builtin"
 
 
 # -- the same tests against the real daemon and a small Assistant -------------------------------

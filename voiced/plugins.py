@@ -35,6 +35,7 @@ BUILTIN_ORDER = (
     "io_sounddevice",
     "mqtt",
     "wyoming",
+    "home_assistant",
 )
 
 

@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from voiced_plugins.wyoming_server.conversation import PEER_EXECUTES, intent_event, transcript_reply
 from voiced_plugins.wyoming_server.satellite import SatelliteSource, peer_name
 from wyoming.asr import Transcribe
 from wyoming.asr import Transcript as WyTranscript
@@ -18,8 +19,8 @@ from wyoming.event import Event as WyEvent
 from wyoming.handle import Handled, NotHandled
 from wyoming.info import Describe
 from wyoming.info import Info as WyInfo
-from wyoming.intent import Entity, NotRecognized, Recognize
 from wyoming.intent import Intent as WyIntent
+from wyoming.intent import NotRecognized, Recognize
 from wyoming.ping import Ping, Pong
 from wyoming.pipeline import PipelineStage, RunPipeline
 from wyoming.satellite import PauseSatellite, RunSatellite
@@ -424,17 +425,19 @@ class Session(AsyncEventHandler):
         if intent is None:
             await self.send(NotRecognized(text=self.app.settings.pipeline.not_understood).event())
             return
-        entities = [Entity(name=k, value=v) for k, v in intent.slots.items()]
-        await self.send(WyIntent(name=intent.name, entities=entities, text=intent.text).event())
+        await self.send(intent_event(intent, None))  # text is what to speak: nothing yet
 
     async def _answer_transcript(self, text: str) -> None:
-        """A transcript from Home Assistant: recognize -> handle -> answer, like a spoken one."""
+        """A transcript from Home Assistant: recognize -> handle -> answer, like a spoken one.
+
+        What a voiced handler did itself is ``handled``; an intent Home Assistant executes
+        goes back as ``intent`` with the words to speak (voiced_plugins.wyoming_server
+        .conversation).
+        """
         async with self._request_run("wyoming-transcript", Phase.THINKING) as run:
+            run.context.data[PEER_EXECUTES] = True
             response = await run.answer(self._transcript(text))
-        if run.intent is None or not response.handler:
-            await self.send(NotHandled(text=response.speech).event())
-        else:
-            await self.send(Handled(text=response.speech).event())
+        await self.send(transcript_reply(run.intent, response, response.speech))
 
     async def _handle_intent(self, wy_intent: WyIntent) -> None:
         intent = Intent(

@@ -1,0 +1,314 @@
+"""A real Home Assistant core for tests: installed from PyPI, started on 127.0.0.1.
+
+* ``ha_venv()``: Home Assistant ``HA_VERSION`` in its own venv, cached under
+  ``~/.cache/voiced-tests/homeassistant-<version>/`` (built when missing: a few minutes), with
+  the requirements of the integrations the tests load installed up front (read from their
+  ``manifest.json``), so Home Assistant installs nothing while it runs.
+* ``HomeAssistant``: one Home Assistant process with a throwaway config directory, onboarded
+  (an owner and a long-lived token, no browser), with small REST and WebSocket helpers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from mqtt_fixtures import free_port, wait_port
+from websockets.sync.client import connect
+
+HA_VERSION = "2025.4.4"
+"""The newest release that runs on a Python these machines have (3.13; 2026.x needs 3.14)."""
+HA_PYTHON_MIN = (3, 13)
+COMPONENTS = (
+    "api", "config", "websocket_api", "onboarding", "intent", "conversation",
+    "assist_pipeline", "assist_satellite", "stt", "tts", "wake_word", "ffmpeg", "mqtt",
+    "wyoming", "file_upload", "person", "auth", "http", "homeassistant", "frontend",
+)  # fmt: skip
+"""Integrations the tests load (Home Assistant loads their dependencies too)."""
+CACHE = Path(os.environ.get("VOICED_TEST_CACHE", Path.home() / ".cache" / "voiced-tests"))
+CLIENT = "http://127.0.0.1/"  # the OAuth client id of the tests' own login
+
+
+class HomeAssistantUnavailable(RuntimeError):
+    """No Python that can run Home Assistant ``HA_VERSION`` on this machine."""
+
+
+def ha_python() -> str:
+    """A Python >= 3.13: $VOICED_TEST_HA_PYTHON, this one, pyenv's, or python3.13 on PATH."""
+    candidates = [os.environ.get("VOICED_TEST_HA_PYTHON"), sys.executable]
+    candidates += sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.1[3-9]*/bin/python")))
+    candidates += [shutil.which(f"python3.{minor}") for minor in range(13, 20)]
+    for candidate in filter(None, candidates):
+        try:
+            version = subprocess.run(
+                [candidate, "-c", "import sys; print(*sys.version_info[:2])"],
+                capture_output=True, text=True, check=True,
+            ).stdout.split()  # fmt: skip
+        except (OSError, subprocess.CalledProcessError):
+            continue
+        if tuple(map(int, version)) >= HA_PYTHON_MIN:
+            return candidate
+    raise HomeAssistantUnavailable(
+        f"Home Assistant {HA_VERSION} needs Python >= 3.13; none found "
+        "(set VOICED_TEST_HA_PYTHON to one)"
+    )
+
+
+def ha_venv() -> Path:
+    """The cached venv with Home Assistant; built (under a lock) when missing."""
+    target = CACHE / f"homeassistant-{HA_VERSION}"
+    if (target / "ready").exists():
+        return target
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / f"homeassistant-{HA_VERSION}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be building it
+        if (target / "ready").exists():
+            return target
+        build = CACHE / f"homeassistant-{HA_VERSION}.partial"
+        python = build / "bin" / "python"
+        if not python.exists():
+            subprocess.run([ha_python(), "-m", "venv", str(build)], check=True)
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, f"homeassistant=={HA_VERSION}"], check=True)
+        requirements = subprocess.run(
+            [str(python), "-c", _REQUIREMENTS, *COMPONENTS],
+            capture_output=True, text=True, check=True,
+        ).stdout.split()  # fmt: skip
+        subprocess.run([*pip, *requirements], check=True)
+        (build / "ready").write_text(" ".join(requirements) + "\n")
+        if target.exists():
+            shutil.rmtree(target)
+        build.rename(target)  # `bin/python -m ...` still works in a moved venv
+    return target
+
+
+# Prints the requirements of the named integrations and of every integration they depend on.
+_REQUIREMENTS = """
+import json, sys
+from pathlib import Path
+import homeassistant.components as components
+root = Path(components.__file__).parent
+todo, seen, wanted = list(sys.argv[1:]), set(), []
+while todo:
+    name = todo.pop()
+    if name in seen or not (root / name / "manifest.json").exists():
+        continue
+    seen.add(name)
+    manifest = json.loads((root / name / "manifest.json").read_text())
+    wanted += [r for r in manifest.get("requirements", []) if r not in wanted]
+    todo += manifest.get("dependencies", []) + manifest.get("after_dependencies", [])
+print(" ".join(sorted(wanted)))
+"""
+
+CONFIGURATION = """\
+homeassistant:
+  name: voiced test home
+  unit_system: metric
+  time_zone: UTC
+  currency: EUR
+  country: US
+  language: en
+  latitude: 0
+  longitude: 0
+  elevation: 0
+http:
+  server_host: 127.0.0.1
+  server_port: {port}
+api:
+config:
+websocket_api:
+onboarding:
+intent:
+conversation:
+assist_pipeline:
+stt:
+tts:
+wake_word:
+ffmpeg:
+logger:
+  default: warning
+"""
+
+
+class HomeAssistant:
+    """A Home Assistant core process on 127.0.0.1 with a throwaway config directory."""
+
+    def __init__(self, venv: Path, folder: Path) -> None:
+        self.venv = venv
+        self.folder = folder
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.token = ""
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started_seconds = 0.0
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "configuration.yaml").write_text(CONFIGURATION.format(port=self.port))
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    def start(self, timeout: float = 240.0, onboard: bool = True) -> None:
+        """Start Home Assistant; the first start also onboards it (an owner and a token)."""
+        started = time.monotonic()
+        self.log = open(self.folder / "stdout.log", "wb")  # noqa: SIM115 (closed in stop())
+        self.process = subprocess.Popen(
+            [str(self.venv / "bin" / "python"), "-m", "homeassistant", "--config",
+             str(self.folder), "--skip-pip", "--log-file", str(self.folder / "ha.log")],
+            stdout=self.log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        wait_port(self.port, timeout)
+        self._until(lambda: self._get_status("/api/onboarding") == 200, timeout, "onboarding")
+        if onboard:
+            self.onboard()
+        self._until(lambda: self.get("/api/config").get("state") == "RUNNING", timeout, "start")
+        self.started_seconds = time.monotonic() - started
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self.process = None
+        with contextlib.suppress(AttributeError):
+            self.log.close()
+
+    def log_tail(self, lines: int = 60) -> str:
+        path = self.folder / "ha.log"
+        text = path.read_text(errors="replace") if path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def onboard(self) -> None:
+        """An owner account, a login and a long-lived token, as the browser would make them."""
+        user = self._request(
+            "POST", "/api/onboarding/users",
+            {"client_id": CLIENT, "name": "Test", "username": "test", "password": "test-pass-1",
+             "language": "en"},
+            auth=False,
+        )  # fmt: skip
+        form = urllib.parse.urlencode(
+            {"grant_type": "authorization_code", "code": user["auth_code"], "client_id": CLIENT}
+        ).encode()
+        request = urllib.request.Request(f"{self.url}/auth/token", data=form, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            access = json.loads(reply.read())["access_token"]
+        self.token = access
+        self.token = self.ws("auth/long_lived_access_token", client_name="voiced", lifespan=30)
+
+    # -- APIs ----------------------------------------------------------------------------------
+
+    def get(self, path: str) -> Any:
+        return self._request("GET", path)
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
+        return self._request("POST", path, body or {})
+
+    def post_raw(self, path: str, data: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        request = urllib.request.Request(
+            f"{self.url}{path}", data=data, method="POST",
+            headers={"Authorization": f"Bearer {self.token}", **headers},
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=60) as reply:
+                return reply.status, reply.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    def get_raw(self, path: str) -> bytes:
+        request = urllib.request.Request(
+            f"{self.url}{path}", headers={"Authorization": f"Bearer {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.read()
+
+    def ws(self, kind: str, **data: Any) -> Any:
+        """One WebSocket API command on a fresh connection; its result."""
+        with connect(self.url.replace("http", "ws", 1) + "/api/websocket") as socket:
+            json.loads(socket.recv())
+            socket.send(json.dumps({"type": "auth", "access_token": self.token}))
+            if json.loads(socket.recv()).get("type") != "auth_ok":
+                raise RuntimeError("Home Assistant refused the test's token")
+            socket.send(json.dumps({"id": 1, "type": kind, **data}))
+            while True:
+                answer = json.loads(socket.recv(timeout=60))
+                if answer.get("id") == 1 and answer.get("type") == "result":
+                    break
+        if not answer.get("success"):
+            raise RuntimeError(f"{kind}: {answer.get('error')}")
+        return answer.get("result")
+
+    def config_flow(self, handler: str, *steps: dict[str, Any]) -> dict[str, Any]:
+        """Run an integration's config flow through the REST API, one form per step."""
+        result = self.post("/api/config/config_entries/flow", {"handler": handler})
+        for step in steps:
+            if result.get("type") != "form":
+                break
+            result = self.post(f"/api/config/config_entries/flow/{result['flow_id']}", step)
+        if result.get("type") != "create_entry":
+            raise RuntimeError(f"{handler} config flow did not create an entry: {result}")
+        return result
+
+    def state(self, entity_id: str) -> dict[str, Any] | None:
+        try:
+            return self.get(f"/api/states/{entity_id}")
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+    def wait(self, predicate: Any, timeout: float = 30.0, what: str = "condition") -> Any:
+        return self._until(predicate, timeout, what)
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, auth: bool = True
+    ) -> Any:
+        headers = {"Content-Type": "application/json"}
+        if auth:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method,
+                                         headers=headers)  # fmt: skip
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            raw = reply.read()
+        return json.loads(raw) if raw else None
+
+    def _get_status(self, path: str) -> int:
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}", timeout=5) as reply:
+                return reply.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+        except OSError:
+            return 0
+
+    def _until(self, predicate: Any, timeout: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"Home Assistant exited ({self.process.returncode}):\n"
+                                   f"{self.log_tail()}")  # fmt: skip
+            try:
+                result = predicate()
+            except (OSError, ValueError, RuntimeError):
+                result = None
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Home Assistant: {what} not done in {timeout} s:\n"
+                                   f"{self.log_tail()}")  # fmt: skip
+            time.sleep(0.1)
