@@ -1,0 +1,59 @@
+"""Remote stages over Wyoming: ASR and TTS served by another machine, as chain members.
+
+``asr = ["wyoming", "whisper-ctranslate2"]`` with ``[stages.asr.wyoming] uri =
+"tcp://gpu-box:10300"`` (or ``voiced run --asr wyoming:gpu-box:10300 --asr
+whisper-ctranslate2``) sends each utterance to the remote service and falls back to the local
+engine, with an ``engine-fallback`` event naming the reason, when the remote is down or slow.
+Several remotes: ``asr = ["wyoming#gpu", "wyoming#nas", "whisper-ctranslate2"]`` with one
+``[stages.asr."wyoming#gpu"]`` block each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from voiced.hookspecs import hookimpl
+
+from .doctor import remote_checks
+
+
+def _asr_factory(options: Any, app: Any) -> Any:
+    from .asr import RemoteWyomingAsr
+
+    return RemoteWyomingAsr(options, app)
+
+
+def _tts_factory(options: Any, app: Any) -> Any:
+    from .tts import RemoteWyomingTts
+
+    return RemoteWyomingTts(options, app)
+
+
+@hookimpl
+def voiced_register_stages(register: Callable[..., None]) -> None:
+    from .asr import RemoteAsrOptions
+    from .tts import RemoteTtsOptions
+
+    register(
+        "asr",
+        "wyoming",
+        _asr_factory,
+        options=RemoteAsrOptions,
+        description="speech-to-text on a remote Wyoming service (another voiced, "
+        "wyoming-faster-whisper); put a local engine after it as the fallback",
+        shorthand="uri",
+    )
+    register(
+        "tts",
+        "wyoming",
+        _tts_factory,
+        options=RemoteTtsOptions,
+        description="text-to-speech on a remote Wyoming service (another voiced, wyoming-piper)",
+        shorthand="uri",
+    )
+
+
+@hookimpl
+def voiced_doctor_checks(config: Any) -> list[Any]:
+    return remote_checks(config)
