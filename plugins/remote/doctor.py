@@ -54,7 +54,10 @@ def remote_check(kind: str, name: str, uri: str | None) -> Check:
     if not programs:
         return Check(label, False, f"{peer.address} answers but offers no {kind}", "")
     items = programs[0].models if kind == "asr" else programs[0].voices
-    models = ", ".join(m.name for m in items if m.installed) or "no model listed"
+    names = [m.name for m in items if m.installed]
+    models = ", ".join(names[:5]) or "no model listed"
+    if len(names) > 5:
+        models += f" and {len(names) - 5} more"
     return Check(
         label, True, f"{peer.address}: {programs[0].name} ({models}), describe {ms:.0f} ms"
     )

@@ -40,7 +40,7 @@ class RemoteWyomingTts:
 
     def load(self) -> None:
         try:
-            self.info.update(describe_tts(self.peer))
+            self.info.update(describe_tts(self.peer, self.options.voice))
         except RemoteError as exc:
             log.warning("%s: not reachable at start-up (%s); will retry per call", self.name, exc)
             self.info["reachable"] = False
@@ -63,10 +63,14 @@ class RemoteWyomingTts:
         self.peer.close()
 
 
-def describe_tts(peer: WyomingPeer) -> dict[str, Any]:
+def describe_tts(peer: WyomingPeer, wanted: str | None = None) -> dict[str, Any]:
     info = peer.describe()
     programs = [p for p in info.tts if p.installed]
     if not programs:
         raise RemoteError(f"{peer.address} offers no text-to-speech (no tts in its info)")
     voices = [v.name for p in programs for v in p.voices if v.installed]
-    return {"program": programs[0].name, "models": voices, "reachable": True}
+    if wanted and wanted not in voices:
+        raise RemoteError(f"{peer.address} has no voice {wanted!r}; it offers {voices[:10]}")
+    # wyoming-piper lists every voice it can fetch: keep the event and the doctor line short
+    shown = [wanted] if wanted else voices[:5]
+    return {"program": programs[0].name, "models": shown, "voices": len(voices), "reachable": True}
