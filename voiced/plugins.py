@@ -34,6 +34,8 @@ BUILTIN_ORDER = (
     "io_sounddevice",
     "mqtt",
     "wyoming",
+    "remote",
+    "asr_pool",
 )
 
 
