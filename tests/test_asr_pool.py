@@ -180,3 +180,22 @@ def test_the_front_end_fails_fast_when_the_broker_is_away():
             stage.transcribe(silence(1.0))
     finally:
         stage.close()
+
+
+def test_voiced_worker_refuses_an_anonymous_broker_and_says_how_to_override(mosquitto, tmp_path):
+    import subprocess
+    import sys
+
+    config = tmp_path / "anonymous.toml"
+    config.write_text(
+        '[pipeline]\nasr = ["mqtt-pool", "whisper-ctranslate2"]\n'
+        f'[stages.asr.mqtt-pool.broker]\nhost = "127.0.0.1"\nport = {mosquitto.port}\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "voiced.cli", "--config", str(config), "worker", "--id", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "needs a login" in done.stderr and "allow_anonymous = true" in done.stderr
