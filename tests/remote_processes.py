@@ -27,7 +27,12 @@ service = ["wyoming"]
 
 [stages.service.wyoming]
 uri = "tcp://127.0.0.1:{port}"
-services = ["asr", "tts"]
+services = {services}
+"""
+
+WAKE_CONFIG = """
+[stages.wake.openwakeword]
+models = ["hey_jarvis"]
 """
 
 
@@ -99,11 +104,17 @@ class ServiceProcess:
             return "(no log)"
 
 
-def remote_voiced(folder: Path, port: int | None = None) -> ServiceProcess:
-    """``voiced run`` with only its Wyoming server (ASR: tiny.en on CTranslate2, TTS: Piper)."""
+def remote_voiced(folder: Path, port: int | None = None, wake: bool = False) -> ServiceProcess:
+    """``voiced run`` with only its Wyoming server (ASR: tiny.en on CTranslate2, TTS: Piper;
+    with ``wake``, also detect: openWakeWord's hey_jarvis)."""
     port = port or free_port()
-    config = folder / "remote-voiced.toml"
-    config.write_text(REMOTE_VOICED_CONFIG.format(port=port))
+    config = folder / ("remote-voiced-wake.toml" if wake else "remote-voiced.toml")
+    services = '["asr", "tts", "wake"]' if wake else '["asr", "tts"]'
+    text = REMOTE_VOICED_CONFIG.format(port=port, services=services)
+    if wake:
+        text = text.replace('tts = ["piper"]', 'tts = ["piper"]\nwake = ["openwakeword"]')
+        text += WAKE_CONFIG
+    config.write_text(text)
     command = [sys.executable, "-m", "voiced.cli", "--config", str(config), "run"]
     return ServiceProcess(command, port, folder, "remote-voiced")
 

@@ -1,4 +1,4 @@
-"""Remote stages over Wyoming: ASR and TTS served by another machine, as chain members.
+"""Remote stages over Wyoming: ASR, TTS and wake served by another machine.
 
 ``asr = ["wyoming", "whisper-ctranslate2"]`` with ``[stages.asr.wyoming] uri =
 "tcp://gpu-box:10300"`` (or ``voiced run --asr wyoming:gpu-box:10300 --asr
@@ -30,10 +30,17 @@ def _tts_factory(options: Any, app: Any) -> Any:
     return RemoteWyomingTts(options, app)
 
 
+def _wake_factory(options: Any, app: Any) -> Any:
+    from .wake import RemoteWyomingWake
+
+    return RemoteWyomingWake(options, app)
+
+
 @hookimpl
 def voiced_register_stages(register: Callable[..., None]) -> None:
     from .asr import RemoteAsrOptions
     from .tts import RemoteTtsOptions
+    from .wake import RemoteWakeOptions
 
     register(
         "asr",
@@ -50,6 +57,14 @@ def voiced_register_stages(register: Callable[..., None]) -> None:
         _tts_factory,
         options=RemoteTtsOptions,
         description="text-to-speech on a remote Wyoming service (another voiced, wyoming-piper)",
+        shorthand="uri",
+    )
+    register(
+        "wake",
+        "wyoming",
+        _wake_factory,
+        options=RemoteWakeOptions,
+        description="wake word detection streamed to a remote Wyoming service (another voiced)",
         shorthand="uri",
     )
 

@@ -10,7 +10,7 @@ from voiced.doctor import Check
 
 from .peer import RemoteError, WyomingPeer
 
-KINDS = {"asr": "asr", "tts": "tts"}
+KINDS = ("asr", "tts", "wake")
 
 
 def remote_checks(settings: Any) -> list[Check]:
@@ -53,7 +53,7 @@ def remote_check(kind: str, name: str, uri: str | None) -> Check:
     programs = [p for p in getattr(info, kind) if p.installed]
     if not programs:
         return Check(label, False, f"{peer.address} answers but offers no {kind}", "")
-    items = programs[0].models if kind == "asr" else programs[0].voices
+    items = programs[0].voices if kind == "tts" else programs[0].models
     names = [m.name for m in items if m.installed]
     models = ", ".join(names[:5]) or "no model listed"
     if len(names) > 5:
