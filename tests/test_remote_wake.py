@@ -48,3 +48,36 @@ def test_a_remote_voiced_hears_the_wake_word_for_the_front_end(tmp_path: Path):
     finally:
         wake.close()
         peer.kill()
+
+
+async def test_a_front_end_wakes_and_transcribes_through_a_second_voiced(tmp_path: Path):
+    from pipeline_helpers import overrides, run_pipeline
+
+    from voiced.audio import write_wav
+
+    peer = remote_voiced(tmp_path, wake=True)
+    peer.start()
+    try:
+        path = tmp_path / "wake-and-command.wav"
+        speech = (
+            steady_piper("hey jarvis") + silence(0.8) + steady_piper("turn on the kitchen lights")
+        )
+        write_wav(path, silence(1.0) + speech + silence(1.5))
+        remote = {"uri": peer.uri, "retry_seconds": 0.5}
+        _, events = await run_pipeline(
+            overrides(
+                pipeline={"wake": ["wyoming"], "asr": ["wyoming", "whisper-ctranslate2"]},
+                stages={
+                    "source": {"file": {"path": str(path), "realtime": True}},
+                    "wake": {"wyoming": remote},
+                    "asr": {"wyoming": remote},
+                },
+            )
+        )
+    finally:
+        peer.kill()
+    [wake] = events.of("wake")
+    assert wake.data["name"] == "hey_jarvis"
+    [transcript] = events.of("transcript")
+    assert transcript.run_id == wake.run_id and transcript.data["engine"] == "wyoming"
+    assert "kitchen light" in transcript.data["text"].lower()
