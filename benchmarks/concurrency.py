@@ -7,6 +7,9 @@ command answered at the pace of the audio), how many commands were answered, and
 vad-end to the first answer audio, as a median over every run and as growth vs N=1.
 
     python -m benchmarks.concurrency [--quick] [--sites 1,2,4] [--commands 6] [--json FILE]
+    python -m benchmarks.concurrency --pool [--sites 1,2,4,8] [--workers 1,2,3] [--rounds 2]
+
+``--pool``: the same question for the ASR worker pool on an MQTT broker (benchmarks/pool.py).
 """
 
 from __future__ import annotations
@@ -129,13 +132,27 @@ async def run(levels: list[int], commands: int, asr_workers: int = 1) -> Section
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 commands per site")
-    parser.add_argument("--sites", default="1,2,4")
+    parser.add_argument("--sites", default=None, help="default 1,2,4 (--pool: 1,2,4,8)")
+    parser.add_argument("--pool", action="store_true", help="the ASR worker pool over MQTT")
+    parser.add_argument("--workers", default="1,2,3", help="--pool: worker process counts")
+    parser.add_argument("--rounds", type=int, default=2, help="--pool: rounds per level")
+    parser.add_argument(
+        "--period", type=float, default=20.0, help="--pool model: seconds between commands"
+    )
     parser.add_argument("--commands", type=int, default=None)
     parser.add_argument("--asr-workers", type=int, default=1)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     commands = args.commands or (3 if args.quick else 6)
-    levels = [int(n) for n in args.sites.split(",")]
+    if args.pool:
+        from benchmarks.pool import run_pool
+
+        sites = [int(n) for n in (args.sites or "1,2,4,8").split(",")]
+        workers = [int(n) for n in args.workers.split(",")]
+        section = run_pool(sites, workers, args.rounds, commands, args.period)
+        section.report(args.json)
+        return 0
+    levels = [int(n) for n in (args.sites or "1,2,4").split(",")]
     section = asyncio.run(run(levels, commands, args.asr_workers))
     section.report(args.json)
     return 0

@@ -36,6 +36,8 @@ BUILTIN_ORDER = (
     "mqtt",
     "wyoming",
     "home_assistant",
+    "remote",
+    "asr_pool",
 )
 
 

@@ -1,0 +1,235 @@
+"""Stage ``mqtt-pool``: the front end publishes each utterance and takes the first answer.
+
+Each ``transcribe()`` is a job with its own id, a reply topic and a deadline, published with
+QoS 1 to the jobs topic that workers share (``$share/<group>/...``). A worker claims a job
+before it starts; if that worker drops off the broker (its will says offline), or nobody
+claims the job within ``resend_seconds``, the job is published again. Answers are deduplicated
+by job id: the first result wins, later ones are counted and dropped. No worker online, no
+broker, or no answer by the deadline: ``PoolUnavailable``, so the next engine of the chain
+(a local Whisper) serves and an ``engine-fallback`` event says why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import paho.mqtt.client as paho
+
+from voiced.api.audio import PIPELINE_FORMAT
+from voiced.api.intents import Transcript
+
+from .connection import PoolConnection
+from .options import PoolOptions
+from .wire import Job, Reply, Topics
+
+log = logging.getLogger(__name__)
+
+ANSWERED_KEPT = 10_000  # job ids remembered to drop late duplicate answers
+
+
+class PoolUnavailable(RuntimeError):
+    """No worker could answer: broker away, no worker online, or the deadline passed."""
+
+
+class PoolError(RuntimeError):
+    """A worker answered with an error."""
+
+
+@dataclass
+class _Pending:
+    job: Job
+    sent_at: float
+    claimed_by: str | None = None
+    sends: int = 1
+    reply: Reply | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class PoolStats:
+    jobs: int = 0
+    answered: int = 0
+    resent: int = 0
+    duplicates_dropped: int = 0
+    late_dropped: int = 0
+
+
+class MqttPoolAsr:
+    """An ASR chain member whose engine is the pool of ``voiced worker`` processes."""
+
+    name = "mqtt-pool"
+    device = "mqtt"
+
+    def __init__(self, options: PoolOptions, app: Any) -> None:
+        settings = getattr(app, "settings", None)
+        self.options = options
+        self.broker = options.broker_options(settings)  # refuses an anonymous connection
+        self.topics = Topics(options.prefix, options.group)
+        site = getattr(settings, "site_id", "default")
+        self.client_id = options.client_id or f"voiced-asr-front-{site}"
+        self.reply_topic = self.topics.reply(self.client_id)
+        self.default_language = getattr(settings, "language", None)
+        self.workers: dict[str, dict[str, Any]] = {}
+        self.stats = PoolStats()
+        self._pending: dict[str, _Pending] = {}
+        self._answered: OrderedDict[str, None] = OrderedDict()  # recent job ids, bounded
+        self._lock = threading.Lock()
+        self._connected = threading.Event()
+        self.connection = PoolConnection(
+            self.broker.model_copy(update={"client_id": self.client_id}),
+            session_expiry=options.session_expiry,
+            on_job_message=self._on_message,
+            on_connect=self._connected.set,
+            on_disconnect=self._connected.clear,
+        )
+        self.info: dict[str, Any] = {"engine": self.name, "broker": str(self.connection.broker)}
+
+    # -- stage -----------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Connect (in the background) and subscribe; the broker being away is not fatal."""
+        self.connection.subscribe(self.reply_topic, 1)
+        self.connection.subscribe(self.topics.workers, 1)
+        self.connection.start()
+        if not self._connected.wait(self.options.connect_seconds):
+            log.warning(
+                "ASR pool: broker %s not reachable yet (%s); the next engine serves meanwhile",
+                self.connection.broker,
+                self.connection.last_error or "no answer",
+            )
+        else:
+            time.sleep(0.2)  # retained worker statuses arrive right after the subscription
+        self.info["workers"] = self.online_workers()
+
+    def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
+        if not self.connection.connected and not self._connected.wait(
+            min(2.0, self.options.timeout)
+        ):
+            raise PoolUnavailable(
+                f"broker {self.connection.broker} not connected: "
+                f"{self.connection.last_error or 'reconnecting'}"
+            )
+        if not self.online_workers():
+            raise PoolUnavailable(
+                f"no worker of group {self.options.group!r} online at {self.connection.broker}"
+            )
+        job = Job(
+            id=uuid.uuid4().hex,
+            reply=self.reply_topic,
+            deadline=time.time() + self.options.timeout,
+            audio=audio,
+            language=language or self.default_language,
+        )
+        pending = _Pending(job, time.monotonic())
+        with self._lock:
+            self._pending[job.id] = pending
+            self.stats.jobs += 1
+        try:
+            self._publish(job)
+            reply = self._wait(pending)
+        finally:
+            with self._lock:
+                self._pending.pop(job.id, None)
+        if reply.type == "error":
+            raise PoolError(f"worker {reply.worker}: {reply.message}")
+        text = reply.text.strip()
+        return Transcript(
+            text=text,
+            language=reply.language or job.language or "en",
+            engine=self.name,
+            audio_seconds=len(audio) / PIPELINE_FORMAT.bytes_per_second,
+            no_speech=not text,
+            data={
+                "worker": reply.worker,
+                "worker_engine": reply.engine,
+                "worker_asr_s": reply.asr_s,
+                "job": job.id,
+                "sends": pending.sends,
+            },
+        )
+
+    def close(self) -> None:
+        self.connection.stop()
+
+    def online_workers(self) -> list[str]:
+        with self._lock:
+            return sorted(w for w, status in self.workers.items() if status.get("online"))
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _publish(self, job: Job) -> None:
+        self.connection.publish(self.topics.jobs, job.encode(), qos=1)
+
+    def _wait(self, pending: _Pending) -> Reply:
+        deadline = time.monotonic() + self.options.timeout
+        while not pending.done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
+            now = time.monotonic()
+            if now >= deadline:
+                claimed = f" (claimed by {pending.claimed_by})" if pending.claimed_by else ""
+                raise PoolUnavailable(
+                    f"no answer from the pool within {self.options.timeout:g} s{claimed}"
+                )
+            unclaimed = pending.claimed_by is None
+            if unclaimed and now - pending.sent_at > self.options.resend_seconds:
+                self._resend(pending, "nobody claimed it")
+        assert pending.reply is not None
+        return pending.reply
+
+    def _resend(self, pending: _Pending, why: str) -> None:
+        log.info("ASR pool: job %s published again: %s", pending.job.id[:8], why)
+        with self._lock:
+            pending.claimed_by = None
+            pending.sent_at = time.monotonic()
+            pending.sends += 1
+            self.stats.resent += 1
+        self._publish(pending.job)
+
+    def _on_message(self, message: paho.MQTTMessage) -> None:
+        if message.topic == self.reply_topic:
+            self._on_reply(Reply.decode(message.payload))
+        elif message.topic.startswith(self.topics.worker("")):
+            self._on_status(message.topic.rsplit("/", 1)[-1], message.payload)
+
+    def _on_reply(self, reply: Reply) -> None:
+        with self._lock:
+            pending = self._pending.get(reply.id)
+            if reply.type == "claim":
+                if pending is not None and not pending.done.is_set():
+                    pending.claimed_by = reply.worker
+                return
+            if reply.id in self._answered:
+                self.stats.duplicates_dropped += 1
+                return
+            if pending is None:
+                self.stats.late_dropped += 1
+                return
+            self._answered[reply.id] = None
+            while len(self._answered) > ANSWERED_KEPT:
+                self._answered.popitem(last=False)
+            self.stats.answered += 1
+            pending.reply = reply
+            pending.done.set()
+
+    def _on_status(self, worker_id: str, payload: bytes) -> None:
+        try:
+            status = json.loads(payload) if payload else {"online": False}
+        except ValueError:
+            return
+        orphans: list[_Pending] = []
+        with self._lock:
+            self.workers[worker_id] = status
+            if not status.get("online"):
+                orphans = [
+                    p
+                    for p in self._pending.values()
+                    if p.claimed_by == worker_id and not p.done.is_set()
+                ]
+        for pending in orphans:
+            self._resend(pending, f"worker {worker_id} went offline mid-utterance")

@@ -1,0 +1,82 @@
+"""Options of the ASR worker pool, and the rule that audio only crosses an authenticated
+broker connection."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from voiced_plugins.mqtt.options import MqttOptions
+
+log = logging.getLogger(__name__)
+
+
+class PoolConfigError(ValueError):
+    """The pool cannot start as configured (no broker, an anonymous connection)."""
+
+
+class PoolOptions(BaseModel):
+    """``[stages.asr.mqtt-pool]``: shared by the front end and ``voiced worker``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    broker: MqttOptions | None = Field(
+        None, description="the broker; default: the [stages.service.mqtt] settings"
+    )
+    group: str = Field("voiced-asr", description="shared-subscription group of the workers")
+    prefix: str = Field("voiced/asr-pool", description="topic prefix of jobs, replies, workers")
+    timeout: float = Field(10.0, gt=0, description="deadline of one utterance, in seconds")
+    resend_seconds: float = Field(
+        3.0, gt=0, description="a job no worker claimed by then is published again"
+    )
+    session_expiry: int = Field(
+        300, ge=0, description="seconds the broker keeps a session (and its jobs) after a drop"
+    )
+    connect_seconds: float = Field(5.0, ge=0, description="start-up waits this long for the broker")
+    allow_anonymous: bool = Field(
+        False, description="allow audio over a broker connection without a login (trusted LAN)"
+    )
+    client_id: str | None = Field(
+        None, description="stable MQTT client id (persistent session); default from the role"
+    )
+
+    @field_validator("group")
+    @classmethod
+    def _group(cls, value: str) -> str:
+        if not value or any(c in value for c in "/+#"):
+            raise ValueError("a shared-subscription group name has no / + or #")
+        return value
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        value = value.strip("/")
+        if not value or any(c in value for c in "+#$"):
+            raise ValueError("must be a non-empty topic without + # or $")
+        return value
+
+    def broker_options(self, settings: Any) -> MqttOptions:
+        """The broker options, MQTT 5 (shared subscriptions); PoolConfigError if unusable."""
+        broker = self.broker
+        if broker is None:
+            raw = settings.stage_options("service", "mqtt") if settings is not None else {}
+            broker = MqttOptions.model_validate(raw)
+        if not broker.broker_configured:
+            raise PoolConfigError(
+                "the ASR pool needs a broker: set [stages.asr.mqtt-pool.broker] url (or "
+                "[stages.service.mqtt] url), e.g. mqtts://user:pass@broker.lan:8883"
+            )
+        endpoint = broker.endpoint()
+        if endpoint.username is None and not self.allow_anonymous:
+            raise PoolConfigError(
+                f"the ASR pool sends audio over the broker: {endpoint} needs a login "
+                "(username/password; TLS recommended). On a trusted network set "
+                "allow_anonymous = true in [stages.asr.mqtt-pool] to override"
+            )
+        if not endpoint.tls:
+            log.warning(
+                "ASR pool: audio crosses %s unencrypted; use mqtts:// (TLS) off this host",
+                endpoint,
+            )
+        return broker.model_copy(update={"protocol": "5"})

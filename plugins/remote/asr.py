@@ -1,0 +1,93 @@
+"""ASR on a remote Wyoming service (another voiced, ``wyoming-faster-whisper``, ...)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from pydantic import Field
+from wyoming.asr import Transcribe
+from wyoming.asr import Transcript as WyTranscript
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+
+from voiced.api.audio import PIPELINE_FORMAT
+from voiced.api.intents import Transcript
+
+from .options import RemoteOptions
+from .peer import RemoteError, WyomingPeer
+
+log = logging.getLogger(__name__)
+
+
+class RemoteAsrOptions(RemoteOptions):
+    language: str | None = Field(None, description="ask for this language; default: the daemon's")
+    model: str | None = Field(None, description="ask the service for this model by name")
+    samples_per_chunk: int = Field(1024, ge=64, le=65536)
+
+
+class RemoteWyomingAsr:
+    """``transcribe()`` sends the utterance to the service and waits for its transcript."""
+
+    def __init__(self, options: RemoteAsrOptions, app: Any) -> None:
+        self.options = options
+        self.peer = WyomingPeer(
+            options.uri,
+            connect_timeout=options.connect_timeout,
+            timeout=options.timeout,
+            retry_seconds=options.retry_seconds,
+        )
+        self.name = f"wyoming:{self.peer.address.host}:{self.peer.address.port}"
+        self.device = str(self.peer.address)
+        settings = getattr(app, "settings", None)
+        self.default_language = options.language or getattr(settings, "language", None)
+        self.info: dict[str, Any] = {"engine": self.name, "remote": str(self.peer.address)}
+
+    def load(self) -> None:
+        """Ask the service what it is; a service that is down now is not fatal (it may come
+        back), so the chain keeps this engine and falls back per call."""
+        try:
+            self.info.update(describe_asr(self.peer))
+        except RemoteError as exc:
+            log.warning("%s: not reachable at start-up (%s); will retry per call", self.name, exc)
+            self.info["reachable"] = False
+
+    def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
+        language = language or self.default_language
+        fmt = PIPELINE_FORMAT
+        step = self.options.samples_per_chunk * fmt.width
+        events = [Transcribe(name=self.options.model, language=language).event()]
+        events.append(AudioStart(fmt.rate, fmt.width, fmt.channels).event())
+        events.extend(
+            AudioChunk(fmt.rate, fmt.width, fmt.channels, audio[i : i + step]).event()
+            for i in range(0, len(audio), step)
+        )
+        events.append(AudioStop().event())
+        started = time.monotonic()
+        answer = self.peer.request(events, lambda e: WyTranscript.is_type(e.type))
+        result = WyTranscript.from_event(answer[-1])
+        text = result.text.strip()
+        return Transcript(
+            text=text,
+            language=result.language or language or "en",
+            engine=self.name,
+            audio_seconds=len(audio) / fmt.bytes_per_second,
+            no_speech=not text,
+            data={
+                "remote": str(self.peer.address),
+                "remote_s": round(time.monotonic() - started, 4),
+            },
+        )
+
+    def close(self) -> None:
+        self.peer.close()
+
+
+def describe_asr(peer: WyomingPeer) -> dict[str, Any]:
+    """The service's ASR program and models, from its ``info``; RemoteError if it has none."""
+    info = peer.describe()
+    programs = [p for p in info.asr if p.installed]
+    if not programs:
+        raise RemoteError(f"{peer.address} offers no speech-to-text (no asr in its info)")
+    models = [m.name for p in programs for m in p.models if m.installed]
+    return {"program": programs[0].name, "models": models, "reachable": True}

