@@ -6,7 +6,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from voiced_plugins.intent_hassil import HassilIntent, HassilOptions, HomeError, snap_names
+from voiced_plugins.intent_hassil import HassilIntent, HassilOptions, HomeError
 from voiced_plugins.intent_hassil.home import home_from_dict, load_home
 
 from voiced.context import RunContext
@@ -80,12 +80,48 @@ def test_numbers_spoken_as_words_or_digits_give_the_same_numbers(hassil, text, s
         assert type(intent.slots[key]) is int
 
 
-def test_near_miss_names_are_snapped_when_fuzzy_matching_is_on(hassil):
+def test_near_miss_names_are_matched_by_home_assistants_fuzzy_matcher(hassil):
     intent = hassil.recognize("turn on the kitchen lite")
     assert intent is not None
-    assert intent.slots == {"name": "Kitchen Light"}
+    assert intent.name == "HassTurnOn"
+    assert intent.data["entities"] == ["light.kitchen"]
     assert intent.confidence < 1.0
-    assert intent.data["fuzzy"] is True
+    assert (intent.data["fuzzy"], intent.data["matcher"]) == (True, "gazetteer")
+
+
+@pytest.mark.parametrize(
+    ("heard", "intent_name", "entities"),
+    [
+        # what tiny.en wrote for spoken commands (issue 15): command words slip, not just names
+        ("is the front door lock", "HassGetState", ["lock.front_door"]),
+        ("switch on the coffee macher", "HassTurnOn", ["switch.coffee_maker"]),
+        ("Center timer for 10 minutes", "HassStartTimer", []),
+        ("set the kitchen lights to 40 percent", "HassLightSet", ["light.kitchen"]),
+    ],
+)
+def test_slips_in_command_words_and_names_still_give_the_command(
+    hassil, heard, intent_name, entities
+):
+    intent = hassil.recognize(heard)
+    assert intent is not None, heard
+    assert intent.name == intent_name
+    assert set(entities) <= set(intent.data["entities"])
+
+
+@pytest.mark.parametrize(
+    "chatter",
+    [
+        "I left the lights on in the kitchen yesterday",
+        "my sister painted her kitchen blue last week",
+        "the weather was lovely when we walked the dog",
+        "remind me why the garage is always so cold",
+        "the quick brown fox jumps over the lazy dog",
+    ],
+)
+def test_chatter_about_the_home_is_not_a_command(hassil, chatter):
+    misses: list[str] = []
+    assert hassil.recognize(chatter, {}, misses) is None
+    assert misses and misses[0].startswith("gazetteer: ")
 
 
 def test_fuzzy_matching_can_be_turned_off():
@@ -93,13 +129,6 @@ def test_fuzzy_matching_can_be_turned_off():
     stage.load()
     assert stage.recognize("turn on the kitchen lite") is None
     assert stage.recognize("turn on the kitchen light") is not None
-
-
-def test_snap_names_prefers_the_long_name_to_an_exact_short_one():
-    names = ["Kitchen Ceiling", "Kitchen"]
-    assert snap_names("turn on the kitchen cieling", names)[0] == "turn on the Kitchen Ceiling"
-    assert snap_names("turn on the kitchen", names) == ("turn on the kitchen", 1.0)
-    assert snap_names("what is the temperature", ["Outside Temperature"])[1] == 1.0
 
 
 def test_gibberish_is_not_an_intent(hassil):
