@@ -118,6 +118,19 @@ class HassilIntent:
         if self.intents is not None:
             self.intents.slot_lists.update(self.home.slot_lists())
 
+    # -- what the ASR asks (plugins/asr_whisper/choose.py) --------------------------------
+
+    def is_command(self, text: str) -> bool:
+        """Whether ``text`` is a command on this home (templates or the fuzzy matcher)."""
+        return self.intents is not None and self.recognize(text) is not None
+
+    def prompt_words(self) -> str:
+        """The home's names as a Whisper prompt: areas, floors, then entities."""
+        names = [n for a in self.home.areas for n in (a.name, *a.aliases)]
+        names += [n for f in self.home.floors for n in (f.name, *f.aliases)]
+        names += [n for e in self.home.entities for n in e.names]
+        return ", ".join(dict.fromkeys(names)) + "."
+
     # -- the hook ---------------------------------------------------------------------------
 
     @hookimpl(tryfirst=True)
