@@ -102,7 +102,7 @@ def test_a_command_heard_right_needs_no_retry(engines):
 class Commands:
     """An intent stage that knows two commands (choose() only asks ``is_command``)."""
 
-    def is_command(self, text: str) -> bool:
+    def is_command(self, text: str, exact: bool = False) -> bool:
         return text in ("turn on the porch light", "open the garage door")
 
     def prompt_words(self) -> str:

@@ -6,8 +6,9 @@ Whisper does not know the home; the intent stage does. An intent stage that offe
 - pick, from its N-best list, the best hypothesis that is a command on this home, as long
   as its score is within ``margin`` of the top one (else the top one goes on as free text);
 - when no hypothesis is a command, decode once more with the full 30 s window and the home's
-  names as a prompt, and take that decode only if it is a command and says nearly what the
-  first decode said (so a prompt cannot turn chatter into an action).
+  names as a prompt, and take that decode only if it is a command needing no fuzzy repair
+  and says nearly what the first decode said (so a prompt cannot turn chatter into an
+  action, nor "is the back door locked" heard as "and the mac log" into "Mark Door Lock").
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ RETRY_SIMILARITY = 0.6
 
 
 class CommandChecker(Protocol):
-    def is_command(self, text: str) -> bool: ...
+    def is_command(self, text: str, exact: bool = False) -> bool: ...
 
     def prompt_words(self) -> str: ...
 

@@ -165,7 +165,9 @@ class WhisperCt2Asr:
         chosen = hypotheses[choice.index]
         why = choice.why
         if retried is not None:
-            if checker.is_command(retried.text) and close_enough(chosen.text, retried.text):
+            if checker.is_command(retried.text, exact=True) and close_enough(
+                chosen.text, retried.text
+            ):
                 chosen, why = retried, "retry with the full window and the home's names: a command"
             else:
                 why += "; the prompted retry was no command close to it"

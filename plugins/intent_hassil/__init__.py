@@ -120,9 +120,15 @@ class HassilIntent:
 
     # -- what the ASR asks (plugins/asr_whisper/choose.py) --------------------------------
 
-    def is_command(self, text: str) -> bool:
-        """Whether ``text`` is a command on this home (templates or the fuzzy matcher)."""
-        return self.intents is not None and self.recognize(text) is not None
+    def is_command(self, text: str, exact: bool = False) -> bool:
+        """Whether ``text`` is a command on this home: a template or the fuzzy matcher's
+        reading (``exact``: one that needed no fuzzy word)."""
+        if self.intents is None:
+            return False
+        intent = self.recognize(text)
+        if intent is None:
+            return False
+        return not exact or not intent.data.get("fuzzy_words")
 
     def prompt_words(self) -> str:
         """The home's names as a Whisper prompt: areas, floors, then entities."""
