@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 from speech import espeak, noise, silence
-from voiced_plugins.asr_whisper.choose import Choice, Hypothesis, choose, close_enough
+from voiced_plugins.asr_whisper.choose import (
+    Choice,
+    Hypothesis,
+    choose,
+    close_enough,
+    pick_retry,
+)
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 
@@ -125,3 +131,15 @@ def test_the_best_command_within_the_margin_wins_over_a_top_that_is_no_command()
 def test_a_retry_counts_only_when_it_says_nearly_what_was_first_heard():
     assert close_enough("Like the front door.", "Lock the front door.")
     assert not close_enough("my brother paints his bedroom", "Turn on the Bedside Lamp.")
+
+
+def test_the_retry_takes_a_command_that_rereads_any_first_hypothesis_and_needs_no_repair():
+    first = [Hypothesis("do not follow my life", -0.5), Hypothesis("do not fall the light", -0.6)]
+    retried = [
+        Hypothesis("open the garage door", -0.2),
+        Hypothesis("turn on the porch light", -0.3),
+    ]
+    assert pick_retry(retried, first, Commands(), margin=0.3) is None  # no re-reading
+    first.append(Hypothesis("turn on the porch lie", -0.7))
+    assert pick_retry(retried, first, Commands(), margin=0.3) == retried[1]
+    assert pick_retry(retried, first, Commands(), margin=0.05) is None  # outside the margin

@@ -41,6 +41,7 @@ class Hypothesis:
 class Choice:
     index: int
     why: str
+    command: bool = False
 
 
 def checker_of(app: Any) -> CommandChecker | None:
@@ -62,13 +63,35 @@ def choose(hypotheses: list[Hypothesis], checker: CommandChecker | None, margin:
             break
         if checker.is_command(hypothesis.text):
             if index == 0:
-                return Choice(0, "top hypothesis is a command")
+                return Choice(0, "top hypothesis is a command", True)
             return Choice(
                 index,
                 f"hypothesis {index} is a command on this home, "
                 f"{top - hypothesis.avg_logprob:.2f} below the top (margin {margin})",
+                True,
             )
     return Choice(0, "no hypothesis within the margin is a command: top one as free text")
+
+
+def pick_retry(
+    retried: list[Hypothesis],
+    first: list[Hypothesis],
+    checker: CommandChecker,
+    margin: float,
+) -> Hypothesis | None:
+    """The best hypothesis of the prompted retry (within ``margin`` of its top one) that is a
+    command needing no fuzzy repair and re-reads one of the first decode's hypotheses."""
+    if not retried:
+        return None
+    top = retried[0].avg_logprob
+    for hypothesis in retried:
+        if top - hypothesis.avg_logprob > margin:
+            break
+        if checker.is_command(hypothesis.text, exact=True) and any(
+            close_enough(before.text, hypothesis.text) for before in first
+        ):
+            return hypothesis
+    return None
 
 
 def close_enough(first: str, retry: str) -> bool:

@@ -17,7 +17,7 @@ from pydantic import Field
 from voiced.accel import choose_ct2_device
 from voiced.intents import Transcript
 
-from .choose import Hypothesis, checker_of, choose, close_enough, unique
+from .choose import Hypothesis, checker_of, choose, pick_retry, unique
 from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
@@ -150,27 +150,26 @@ class WhisperCt2Asr:
             samples, seconds, window, language, count=count
         )
         choice = choose(hypotheses, checker, opts.hypothesis_margin)
-        retried = None
+        chosen = hypotheses[choice.index]
+        why = choice.why
+        retried: list[Hypothesis] = []
+        won = None
         if (
             checker is not None
             and opts.home_retry
-            and choice.index == 0
-            and not checker.is_command(hypotheses[0].text)
-            and hypotheses[0].text.strip()
+            and not choice.command
+            and chosen.text.strip()
+            and not judge(chosen.text, chosen.avg_logprob, no_speech_prob, opts).no_speech
         ):
             retried = self._generate(
                 samples, seconds, FULL_WINDOW_S, language, checker.prompt_words(), count
-            )[0][0]
-        t_decoded = time.perf_counter()
-        chosen = hypotheses[choice.index]
-        why = choice.why
-        if retried is not None:
-            if checker.is_command(retried.text, exact=True) and close_enough(
-                chosen.text, retried.text
-            ):
-                chosen, why = retried, "retry with the full window and the home's names: a command"
+            )[0]
+            won = pick_retry(retried, hypotheses, checker, opts.hypothesis_margin)
+            if won is not None:
+                chosen, why = won, "retry with the full window and the home's names: a command"
             else:
-                why += "; the prompted retry was no command close to it"
+                why += "; the prompted retry gave no command close to it"
+        t_decoded = time.perf_counter()
         text, avg_logprob = chosen.text, chosen.avg_logprob
         verdict = judge(text, avg_logprob, no_speech_prob, opts)
         data |= {
@@ -179,9 +178,10 @@ class WhisperCt2Asr:
             "no_speech_prob": round(float(no_speech_prob), 3),
             "level_dbfs": round(rms_dbfs(samples), 1),
             "hypotheses": [h.to_dict() for h in hypotheses],
+            **({"retry_hypotheses": [h.to_dict() for h in retried]} if retried else {}),
             "hypothesis": {
-                "index": -1 if chosen is retried else choice.index,
-                "retried": retried is not None,
+                "index": -1 if won is not None else choice.index,
+                "retried": bool(retried),
                 "why": why,
             },
             "timings_ms": {
