@@ -8,7 +8,7 @@ same files with the same model (bundled tiny.en, CTranslate2 int8, CPU):
 - peer: faster-whisper ``transcribe`` (greedy, language en) + plain ``hassil.recognize_best``
   with the same templates and home, no normalization;
 - voiced rows: the whisper-ctranslate2 engine and the hassil stage, adding one technique per
-  row (templates only -> + gazetteer-matcher -> + N-best -> + prompted retry = the default),
+  row (templates only -> + name snapping -> + N-best -> + prompted retry = the default),
   and the default with the full 30 s window.
 
 A command is right when the intent name, every expected slot and the set of entities it acts
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             text, stage.intents, language="en", best_metadata_key=CUSTOM_SENTENCE,
             best_slot_name="name",
         )  # fmt: skip
-        return text, stage._to_intent(text, result) if result is not None else None
+        return text, stage._to_intent(text, result, 1.0) if result is not None else None
 
     def voiced(fuzzy: bool, **options: Any) -> Any:
         stage = stages[fuzzy]
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = {
         "peer: faster-whisper + plain hassil": lambda: peer,
         "voiced: templates only": lambda: voiced(False, hypotheses=1, home_retry=False),
-        "voiced: + gazetteer-matcher": lambda: voiced(True, hypotheses=1, home_retry=False),
+        "voiced: + name snapping": lambda: voiced(True, hypotheses=1, home_retry=False),
         "voiced: + N-best (3)": lambda: voiced(True, home_retry=False),
         "voiced: + prompted retry (default)": lambda: voiced(True),
         "voiced: default, window=full": lambda: voiced(True, window="full"),

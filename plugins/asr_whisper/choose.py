@@ -6,7 +6,7 @@ Whisper does not know the home; the intent stage does. An intent stage that offe
 - pick, from its N-best list, the best hypothesis that is a command on this home, as long
   as its score is within ``margin`` of the top one (else the top one goes on as free text);
 - when no hypothesis is a command, decode once more with the full 30 s window and the home's
-  names as a prompt, and take that decode only if it is a command needing no fuzzy repair
+  names as a prompt, and take that decode only if it is a command needing no name snapping
   and says nearly what the first decode said (so a prompt cannot turn chatter into an
   action, nor "is the back door locked" heard as "and the mac log" into "Mark Door Lock").
 """
@@ -80,7 +80,7 @@ def pick_retry(
     margin: float,
 ) -> Hypothesis | None:
     """The best hypothesis of the prompted retry (within ``margin`` of its top one) that is a
-    command needing no fuzzy repair and re-reads one of the first decode's hypotheses."""
+    command needing no name snapping and re-reads one of the first decode's hypotheses."""
     if not retried:
         return None
     top = retried[0].avg_logprob

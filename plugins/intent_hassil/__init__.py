@@ -1,5 +1,4 @@
-"""Local intent recognition as Home Assistant does it: strict templates (hassil +
-home-assistant-intents) first, its fuzzy matcher (gazetteer-matcher) when they miss.
+"""Local intent recognition with Home Assistant's own sentences (hassil + home-assistant-intents).
 
 The ``tryfirst`` implementation of ``voiced_recognize``: templates first, an LLM (if
 configured) only when they miss.
@@ -7,6 +6,7 @@ configured) only when they miss.
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 import time
@@ -16,7 +16,6 @@ from typing import Any
 import yaml
 from hassil import Intents, RecognizeResult, merge_dict, recognize_best
 from pydantic import BaseModel, ConfigDict, Field
-from voiced_plugins.intent_hassil.gazetteer import LANGUAGES, HomeMatcher, Miss, Reading
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
 
@@ -27,6 +26,13 @@ from voiced.intents import Intent, Transcript
 log = logging.getLogger(__name__)
 
 CUSTOM_SENTENCE = "hass_custom_sentence"  # metadata key Home Assistant gives custom sentences
+FUZZY_CUTOFF = 0.75
+GLUE_WORDS = frozenset(
+    ("the", "a", "an", "my", "our", "your", "in", "on", "at", "of", "to", "for", "and",
+     "is", "are", "all", "every", "this", "that")
+)  # fmt: skip
+ADDED_SENTENCES = Path(__file__).with_name("sentences")
+"""Phrasings voiced adds to the pinned home-assistant-intents (per language)."""
 WARM_UP = ("turn on the kitchen light", "set a timer for five minutes", "what time is it")
 
 __all__ = [
@@ -37,6 +43,7 @@ __all__ = [
     "intent_slots",
     "load_home",
     "resolve_path",
+    "snap_names",
 ]
 
 
@@ -55,9 +62,7 @@ class HassilOptions(BaseModel):
     )
     builtin_sentences: bool = Field(True, description="load home-assistant-intents' sentences")
     fuzzy: bool = Field(
-        True,
-        description="when no template matches, Home Assistant's fuzzy matcher "
-        "(gazetteer-matcher: near-miss names and command words, slot schemas, ties rejected)",
+        True, description="when no template matches exactly, accept near-miss entity/area names"
     )
     site_areas: dict[str, str] = Field(
         default_factory=dict,
@@ -79,7 +84,7 @@ class HassilIntent:
         self.errors: dict[str, str] = {}
         self.intent_slots: dict[str, list[str]] = {}
         self.sentence_files: list[Path] = []
-        self.fuzzy: HomeMatcher | None = None
+        self._known_names: list[str] = []
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -90,8 +95,6 @@ class HassilIntent:
         for path in self.sentence_files:
             merge_dict(data, _custom_sentences(path))
         self.intents = Intents.from_dict(data)
-        if self.options.fuzzy and self.options.language in LANGUAGES:
-            self.fuzzy = HomeMatcher()
         self.use_home(self.home)
         self.responses = data.get("responses", {}).get("intents", {})
         self.errors = data.get("responses", {}).get("errors", {})
@@ -113,22 +116,26 @@ class HassilIntent:
     def use_home(self, home: Home | dict[str, Any]) -> None:
         """Swap the home (entities, areas, floors) without reloading the sentences."""
         self.home = home if isinstance(home, Home) else home_from_dict(home)
-        if self.fuzzy is not None:
-            self.fuzzy.use_home(self.home)
+        self._known_names = sorted(
+            {n for e in self.home.entities for n in e.names}
+            | {n for a in self.home.areas for n in (a.name, *a.aliases)}
+            | {n for f in self.home.floors for n in (f.name, *f.aliases)},
+            key=lambda n: -len(n),
+        )
         if self.intents is not None:
             self.intents.slot_lists.update(self.home.slot_lists())
 
     # -- what the ASR asks (plugins/asr_whisper/choose.py) --------------------------------
 
     def is_command(self, text: str, exact: bool = False) -> bool:
-        """Whether ``text`` is a command on this home: a template or the fuzzy matcher's
-        reading (``exact``: one that needed no fuzzy word)."""
+        """Whether ``text`` is a command on this home: a template match, possibly after
+        snapping near-miss names (``exact``: one that needed no snapping)."""
         if self.intents is None:
             return False
         intent = self.recognize(text)
         if intent is None:
             return False
-        return not exact or not intent.data.get("fuzzy_words")
+        return not exact or not intent.data.get("fuzzy")
 
     def prompt_words(self) -> str:
         """The home's names as a Whisper prompt: areas, floors, then entities."""
@@ -141,10 +148,9 @@ class HassilIntent:
 
     @hookimpl(tryfirst=True)
     def voiced_recognize(self, transcript: Transcript, context: RunContext) -> Intent | None:
-        misses: list[str] = []
-        intent = self.recognize(transcript.text, self.intent_context(context), misses)
+        intent = self.recognize(transcript.text, self.intent_context(context))
         if intent is None and transcript.text.strip():
-            reason = "; ".join(["no sentence template matched", *misses])
+            reason = "no sentence template matched" + (" (fuzzy too)" if self.options.fuzzy else "")
             context.data.setdefault("intent_errors", []).append(
                 {"recognizer": "hassil", "reason": reason}
             )
@@ -157,13 +163,8 @@ class HassilIntent:
         area = context.data.get("area") or self.options.site_areas.get(context.site_id)
         return {"area": area} if area else {}
 
-    def recognize(
-        self,
-        text: str,
-        intent_context: dict[str, Any] | None = None,
-        misses: list[str] | None = None,
-    ) -> Intent | None:
-        """Text -> the best-matching intent, or None (why: appended to ``misses``)."""
+    def recognize(self, text: str, intent_context: dict[str, Any] | None = None) -> Intent | None:
+        """Text -> the best-matching intent, or None."""
         if self.intents is None:
             raise RuntimeError("hassil intent stage used before load()")
         cleaned = normalize(text)
@@ -171,16 +172,12 @@ class HassilIntent:
             return None
         intent_context = intent_context or {}
         result = self._recognize(cleaned, intent_context)
-        if result is not None:
-            return self._to_intent(text, result)
-        if self.fuzzy is None:
+        confidence = 1.0
+        if result is None and self.options.fuzzy:
+            result, confidence = self._recognize_fuzzy(cleaned, intent_context)
+        if result is None:
             return None
-        reading = self.fuzzy.read(cleaned, intent_context.get("area"))
-        if isinstance(reading, Miss):
-            if misses is not None:
-                misses.append(reading.reason)
-            return None
-        return self._fuzzy_intent(text, reading)
+        return self._to_intent(text, result, confidence)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -195,39 +192,33 @@ class HassilIntent:
             best_slot_name="name",
         )
 
-    def _fuzzy_intent(self, text: str, reading: Reading) -> Intent:
-        slots = dict(reading.slots)
-        data = self._intent_data(reading.intent, slots)
-        data.update(
-            fuzzy=True, matcher="gazetteer", fuzzy_words=reading.fuzzy_words, response="default"
-        )
-        return Intent(reading.intent, slots, text, round(reading.similarity, 3), "hassil", data)
+    def _recognize_fuzzy(
+        self, text: str, intent_context: dict[str, Any]
+    ) -> tuple[RecognizeResult | None, float]:
+        """Snap words that nearly spell a known name/area/floor to it, then match again."""
+        fixed, score = snap_names(text, self._known_names)
+        if fixed == text:
+            return None, 0.0
+        result = self._recognize(fixed, intent_context)
+        return (result, score) if result is not None else (None, 0.0)
 
-    def _intent_data(self, intent_name: str, slots: dict[str, Any]) -> dict[str, Any]:
-        matched = []
-        domain = next((d for p, d in INTENT_DOMAINS if intent_name.startswith(p)), None)
-        if _about_entities(intent_name, slots) or intent_name in READ_ANY:
-            matched = self.home.match({**slots, "domain": domain} if domain else slots)
-        return {
-            "response": "default",
-            "entities": [e.id for e in matched],
-            "context": {},
-            "metadata": {},
-            "slot_text": {k: str(v) for k, v in slots.items()},
-            "custom": False,
-        }
-
-    def _to_intent(self, text: str, result: RecognizeResult) -> Intent:
+    def _to_intent(self, text: str, result: RecognizeResult, confidence: float) -> Intent:
         slots = {e.name: _plain(e.value) for e in result.entities_list}
-        data = self._intent_data(result.intent.name, slots)
-        data.update(
-            response=result.response,
-            context=dict(result.context),
-            metadata=dict(result.intent_metadata or {}),
-            slot_text={e.name: e.text_clean for e in result.entities_list},
-            custom=bool((result.intent_metadata or {}).get(CUSTOM_SENTENCE)),
-        )
-        return Intent(result.intent.name, slots, text, 1.0, "hassil", data)
+        matched = []
+        domain = next((d for p, d in INTENT_DOMAINS if result.intent.name.startswith(p)), None)
+        if _about_entities(result.intent.name, slots) or result.intent.name in READ_ANY:
+            matched = self.home.match({**slots, "domain": domain} if domain else slots)
+        data: dict[str, Any] = {
+            "response": result.response,
+            "entities": [e.id for e in matched],
+            "context": dict(result.context),
+            "metadata": dict(result.intent_metadata or {}),
+            "slot_text": {e.name: e.text_clean for e in result.entities_list},
+            "custom": bool((result.intent_metadata or {}).get(CUSTOM_SENTENCE)),
+        }
+        if confidence < 1.0:
+            data["fuzzy"] = True
+        return Intent(result.intent.name, slots, text, round(confidence, 3), "hassil", data)
 
     def _load_home(self) -> Home:
         if not self.options.home:
@@ -255,6 +246,10 @@ class HassilIntent:
                     f"{known}"
                 )
             data = bundled
+            added = ADDED_SENTENCES / f"{self.options.language}.yaml"
+            if added.is_file():
+                extra = yaml.safe_load(added.read_text(encoding="utf-8"))
+                merge_dict(data, {"intents": extra["intents"]})
         return data
 
     def _resolve(self, entry: str, must_exist: bool) -> Path:
@@ -300,6 +295,47 @@ def _custom_sentences(path: Path) -> dict[str, Any]:
         for item in intent["data"]:
             item.setdefault("metadata", {})[CUSTOM_SENTENCE] = True
     return data
+
+
+def snap_names(text: str, names: list[str], cutoff: float = FUZZY_CUTOFF) -> tuple[str, float]:
+    """Replace runs of words that nearly spell one of ``names``, best matches first.
+
+    Returns the new text and the lowest similarity of the replacements (1.0: none made).
+    """
+    words = text.split()
+    folded = [w.casefold().strip(".,!?") for w in words]
+    candidates: list[tuple[float, int, int, str]] = []
+    for name in names:
+        target = name.casefold()
+        exact = len(target.split())
+        for size in {exact, exact + 1, exact - 1} - {0}:  # ASR splits and joins words too
+            for start in range(len(words) - size + 1):
+                window = folded[start : start + size]
+                if window[0] in GLUE_WORDS or window[-1] in GLUE_WORDS:
+                    continue  # "the temperature" is not "Outside Temperature"
+                spoken = " ".join(window)
+                matcher = difflib.SequenceMatcher(None, spoken, target)
+                if matcher.real_quick_ratio() < cutoff or matcher.quick_ratio() < cutoff:
+                    continue
+                ratio = 1.0 if spoken == target else matcher.ratio()
+                if ratio >= cutoff:
+                    candidates.append((ratio, size, start, name))
+    taken = [False] * len(words)
+    chosen: list[tuple[int, int, str]] = []
+    lowest = 1.0
+    # Prefer close spellings of long names: "kitchen cieling" is the Kitchen ceiling light,
+    # not the Kitchen area followed by noise.
+    ranked = sorted(candidates, key=lambda c: (-(c[0] ** 4) * len(c[3]), -c[0]))
+    for ratio, size, start, name in ranked:
+        if any(taken[start : start + size]):
+            continue
+        taken[start : start + size] = [True] * size
+        if ratio < 1.0:
+            chosen.append((start, size, name))
+            lowest = min(lowest, ratio)
+    for start, size, name in sorted(chosen, reverse=True):
+        words[start : start + size] = [name]
+    return " ".join(words), lowest
 
 
 INTENT_DOMAINS = (
