@@ -59,7 +59,7 @@ COMMANDS = [
     "turn on the bedroom fan",
     "what is the weather like",
     "pause the tv",
-    "set the temperature in the hallway to twenty one degrees",  # 2026.6+: needs an area
+    "set the temperature in the hallway to twenty one degrees",
     "is the front door locked",
     "turn off all the lights",
     "how much time is left on my timer",
