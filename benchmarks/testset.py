@@ -14,6 +14,13 @@ Audio is cached by content (text, voice, condition); intents are re-checked on e
 so a changed home only costs a few seconds.
 
     python -m benchmarks.testset [--out DIR] [--limit N] [--no-intents]
+
+``build_heldout()`` writes a second, held-out set (``.bench/heldout/``) for recognition
+(benchmarks/recognition.py): a home unlike config/home.yaml (``HELDOUT_HOME``), name-based,
+area-based and area-less commands with hand-written expected intents, chatter that must match
+nothing (some about lights, kitchens, weather) and files with no speech; spoken by espeak-ng
+variants, flite and festival (when installed) and Piper at 130-190 wpm, clean and with pink
+noise at 20/10 dB, at 16 kHz, 8 kHz and 44.1 kHz stereo.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ COMMANDS = [
     "turn on the bedroom fan",
     "what is the weather like",
     "pause the tv",
-    "set the temperature to twenty one degrees",
+    "set the temperature in the hallway to twenty one degrees",
     "is the front door locked",
     "turn off all the lights",
     "how much time is left on my timer",
@@ -143,8 +150,50 @@ def piper(text: str) -> np.ndarray:
     return resample(samples, rate, RATE)
 
 
+def flite(text: str, voice: str = "slt", speed: int = 160) -> np.ndarray:
+    """flite (Debian ``flite``) as float32 mono at 16 kHz; ``speed`` in words per minute."""
+    stretch = f"{160 / speed:.2f}"  # flite's duration_stretch: > 1 is slower
+    return _tts_file(["flite", "-voice", voice, "--setf", f"duration_stretch={stretch}",
+                      "-t", text, "-o"], text)  # fmt: skip
+
+
+def festival(text: str, speed: int = 160) -> np.ndarray:
+    """festival's text2wave (Debian ``festival``, kal diphone voice) as float32 mono 16 kHz."""
+    stretch = f"{160 / speed:.2f}"
+    return _tts_file(
+        ["text2wave", "-eval", f"(Parameter.set 'Duration_Stretch {stretch})", "-o"], text,
+        stdin=True,
+    )  # fmt: skip
+
+
+def _tts_file(command: list[str], text: str, stdin: bool = False) -> np.ndarray:
+    from voiced.audio import read_audio_file, resample, to_mono
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "speech.wav"
+        try:
+            subprocess.run(
+                [*command, str(out)],
+                input=text.encode() if stdin else None,
+                check=True,
+                capture_output=True,
+            )
+        except FileNotFoundError:
+            raise RuntimeError(
+                f"{command[0]} is not installed (apt install flite festival)"
+            ) from None
+        data, rate = read_audio_file(out)
+    return resample(to_mono(data), rate, RATE)
+
+
 def speak(text: str, voice: str, speed: int = 160) -> np.ndarray:
-    return piper(text) if voice == "piper" else espeak(text, voice, speed)
+    if voice == "piper":
+        return piper(text)
+    if voice.startswith("flite:"):
+        return flite(text, voice.split(":", 1)[1], speed)
+    if voice == "festival":
+        return festival(text, speed)
+    return espeak(text, voice, speed)
 
 
 def pink_noise(samples: int, seed: int) -> np.ndarray:
@@ -162,8 +211,8 @@ def render(text: str, variant: Variant, seed: int = 0) -> tuple[np.ndarray, floa
     at the variant's rate, and the speech's duration in seconds."""
     from voiced.audio import resample
 
-    speech = speak(text, variant.voice, variant.speed)
-    speech = speech / (np.max(np.abs(speech)) or 1.0) * 0.5
+    speech = speak(text, variant.voice, variant.speed) if text else np.zeros(0, np.float32)
+    speech = speech / (np.max(np.abs(speech), initial=0.0) or 1.0) * 0.5
     loud = np.flatnonzero(np.abs(speech) > 0.01)  # trim the engine's own padding
     if len(loud):
         speech = speech[loud[0] : loud[-1] + 1]
@@ -271,6 +320,160 @@ def load(out: Path = DEFAULT_DIR) -> dict[str, Any]:
             f"{path}: no test set; build it with `python -m benchmarks.testset`"
         )
     return json.loads(path.read_text())
+
+
+# -- the held-out recognition set -------------------------------------------------------------
+
+HELDOUT_DIR = CACHE / "heldout"
+HELDOUT_HOME: dict[str, Any] = {
+    "floors": [
+        {"name": "Downstairs", "id": "downstairs"},
+        {"name": "Upstairs", "id": "upstairs", "aliases": ["top floor"]},
+    ],
+    "areas": [
+        {"name": "Garage", "id": "garage", "floor": "downstairs"},
+        {"name": "Porch", "id": "porch", "floor": "downstairs"},
+        {"name": "Dining Room", "id": "dining_room", "floor": "downstairs"},
+        {"name": "Laundry", "id": "laundry", "floor": "downstairs"},
+        {"name": "Study", "id": "study", "floor": "upstairs"},
+        {"name": "Nursery", "id": "nursery", "floor": "upstairs"},
+    ],
+    "entities": [
+        {"name": "Garage Door", "id": "cover.garage_door", "area": "garage",
+         "attributes": {"device_class": "garage"}, "state": "closed"},
+        {"name": "Porch Light", "id": "light.porch", "area": "porch", "state": "off"},
+        {"name": "Chandelier", "id": "light.chandelier", "area": "dining_room", "state": "on"},
+        {"name": "Table Lamp", "id": "light.table_lamp", "area": "dining_room", "state": "off"},
+        {"name": "Study Lamp", "id": "light.study_lamp", "area": "study", "state": "off"},
+        {"name": "Night Light", "id": "light.night_light", "area": "nursery", "state": "off"},
+        {"name": "Ceiling Fan", "id": "fan.ceiling_fan", "area": "study", "state": "off"},
+        {"name": "Washing Machine", "id": "switch.washer", "area": "laundry", "state": "off"},
+        {"name": "Patio Heater", "id": "switch.patio_heater", "area": "porch", "state": "off"},
+        {"name": "Back Door", "id": "lock.back_door", "area": "porch", "state": "locked"},
+        {"name": "Radio", "id": "media_player.radio", "area": "dining_room", "state": "playing"},
+        {"name": "Forecast", "id": "weather.forecast", "state": "sunny"},
+    ],
+}  # fmt: skip
+"""A home that shares no entity name with config/home.yaml, so nothing is tuned to one home."""
+
+HELDOUT_COMMANDS: list[tuple[str, str, list[str], dict[str, Any]]] = [
+    # (spoken, intent, entities it must act on, slots it must have)
+    ("open the garage door", "HassTurnOn", ["cover.garage_door"], {}),
+    ("close the garage door", "HassTurnOff", ["cover.garage_door"], {}),
+    ("turn on the porch light", "HassTurnOn", ["light.porch"], {}),
+    ("switch off the porch light", "HassTurnOff", ["light.porch"], {}),
+    ("turn on the chandelier", "HassTurnOn", ["light.chandelier"], {}),
+    ("turn off the lights in the dining room", "HassTurnOff",
+     ["light.chandelier", "light.table_lamp"], {}),
+    ("turn on the study lamp", "HassTurnOn", ["light.study_lamp"], {}),
+    ("set the study lamp to thirty percent", "HassLightSet", ["light.study_lamp"],
+     {"brightness": 30}),
+    ("set the brightness of the chandelier to eighty percent", "HassLightSet",
+     ["light.chandelier"], {"brightness": 80}),
+    ("turn on the night light", "HassTurnOn", ["light.night_light"], {}),
+    ("turn on the ceiling fan", "HassTurnOn", ["fan.ceiling_fan"], {}),
+    ("turn off the fan in the study", "HassTurnOff", ["fan.ceiling_fan"], {}),
+    ("turn on the washing machine", "HassTurnOn", ["switch.washer"], {}),
+    ("lock the back door", "HassTurnOn", ["lock.back_door"], {}),
+    ("unlock the back door", "HassTurnOff", ["lock.back_door"], {}),
+    ("is the back door locked", "HassGetState", ["lock.back_door"], {}),
+    ("turn on the patio heater", "HassTurnOn", ["switch.patio_heater"], {}),
+    ("pause the radio", "HassMediaPause", ["media_player.radio"], {}),
+    ("set a timer for ten minutes", "HassStartTimer", [], {"minutes": 10}),
+    ("set a timer for two minutes", "HassStartTimer", [], {"minutes": 2}),
+    ("cancel the timer", "HassCancelTimer", [], {}),
+    ("what time is it", "HassGetCurrentTime", [], {}),
+    ("what is the date today", "HassGetCurrentDate", [], {}),
+    ("what is the weather like", "HassGetWeather", ["weather.forecast"], {}),
+    ("turn off the lights upstairs", "HassTurnOff",
+     ["light.night_light", "light.study_lamp"], {}),
+    ("turn on the lights in the nursery", "HassTurnOn", ["light.night_light"], {}),
+    ("set the lights in the dining room to blue", "HassLightSet",
+     ["light.chandelier", "light.table_lamp"], {"color": "blue"}),
+    ("turn off all the lights", "HassTurnOff",
+     ["light.chandelier", "light.night_light", "light.porch", "light.study_lamp",
+      "light.table_lamp"], {}),
+]  # fmt: skip
+
+HELDOUT_CHATTER = [
+    "I left the lights on in the kitchen all night",
+    "the weather has been awful this week",
+    "we should paint the dining room a warmer colour",
+    "my phone is almost out of battery",
+    "did you see the game last night",
+    "the porch needs a new coat of paint",
+    "she turned the music off when the baby fell asleep",
+    "the kitchen smells like fresh bread",
+    "let's have dinner at seven tonight",
+    "remember to call grandma tomorrow",
+]
+
+HELDOUT_VOICES = [
+    "en-us", "en-gb", "en-us+f3", "en-gb-scotland", "en-029", "en-us+m7",
+    "flite:slt", "flite:rms", "festival", "piper",
+]  # fmt: skip
+HELDOUT_SPEEDS = [130, 145, 160, 175, 190]
+
+
+def heldout_variant(index: int) -> Variant:
+    """Round-robin over voices, rates, noise and formats (co-prime cycle lengths)."""
+    rate, channels = FORMATS[index % len(FORMATS)]
+    return Variant(
+        voice=HELDOUT_VOICES[index % len(HELDOUT_VOICES)],
+        snr_db=[None, 20.0, None, 10.0][(index + index // len(HELDOUT_COMMANDS)) % 4],
+        rate=rate,
+        channels=channels,
+        lead_s=0.3,
+        trail_s=0.7,  # what the VAD keeps after the speech
+        speed=HELDOUT_SPEEDS[index % len(HELDOUT_SPEEDS)],
+    )
+
+
+def available(voice: str) -> bool:
+    import shutil
+
+    tool = {"flite": "flite", "festival": "text2wave"}.get(voice.split(":")[0])
+    return tool is None or shutil.which(tool) is not None
+
+
+def build_heldout(out: Path = HELDOUT_DIR, repeats: int = 2) -> dict[str, Any]:
+    """Write the held-out set: each command ``repeats`` times (other voice, rate, noise,
+    format each time), the chatter once, and four files without speech."""
+    import soundfile
+
+    out.mkdir(parents=True, exist_ok=True)
+    jobs: list[tuple[str, str, dict[str, Any] | None]] = []
+    for _ in range(repeats):
+        for text, name, entities, slots in HELDOUT_COMMANDS:
+            expected = {"name": name, "entities": sorted(entities), "slots": slots}
+            jobs.append(("command", text, expected))
+    jobs += [("chatter", text, None) for text in HELDOUT_CHATTER]
+    jobs += [("no-speech", "", None)] * 4
+    items = []
+    skipped: set[str] = set()
+    for index, (kind, text, expected) in enumerate(jobs):
+        variant = heldout_variant(index)
+        if kind == "no-speech":  # silence, and pink noise at three levels
+            variant = Variant("none", [None, 30.0, 20.0, 10.0][index % 4], 16000, 1, 1.0, 1.0)
+        while not available(variant.voice):
+            skipped.add(variant.voice)
+            index += 1
+            variant = heldout_variant(index)
+        name = f"{len(items):03d}-{kind}-{variant.voice.replace(':', '_')}-{variant.key(text)}.wav"
+        path = out / name
+        meta = path.with_suffix(".json")
+        if path.is_file() and meta.is_file():
+            speech_s = json.loads(meta.read_text())["speech_s"]
+        else:
+            frames, speech_s = render(text, variant, seed=len(items))
+            soundfile.write(str(path), frames, variant.rate, subtype="PCM_16")
+            meta.write_text(json.dumps({"speech_s": speech_s}))
+        items.append({"file": name, "kind": kind, "text": text, "expected": expected,
+                      **asdict(variant), "speech_s": round(speech_s, 3)})  # fmt: skip
+    manifest = {"version": 1, "home": HELDOUT_HOME, "items": items,
+                "skipped_voices": sorted(skipped)}  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
 
 
 def main(argv: list[str] | None = None) -> int:

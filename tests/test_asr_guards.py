@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from voiced_plugins.asr_whisper.common import WhisperOptions, judge, max_new_tokens, window_seconds
-from voiced_plugins.asr_whisper.segments import drop_repeats, split_segments, spoken_text
+from voiced_plugins.asr_whisper.segments import (
+    drop_repeats,
+    first_sentences,
+    repeats,
+    split_segments,
+    spoken_text,
+)
 
 TB = 1000  # first timestamp token in these examples; one step is 0.02 s
 WORDS = {1: " Turn", 2: " on", 3: " the", 4: " lights."}
@@ -66,3 +72,21 @@ def test_a_looping_decode_is_no_speech():
     verdict = judge(loop, -0.1, 0.05, WhisperOptions())
     assert verdict.no_speech and "compression" in verdict.reason
     assert not judge(loop, -0.1, 0.05, WhisperOptions(compression_ratio_threshold=None)).no_speech
+
+
+def test_a_sentence_said_again_with_another_word_ending_is_a_loop():
+    # tiny.en on "turn on the coffee maker" (issue 15): the loop guard used to reject it all
+    looped = "Turning on the coffee maker. Turn on the coffee maker. Turn on the coffee"
+    assert first_sentences(looped) == ("Turning on the coffee maker.", True)
+
+
+def test_a_sentence_that_comes_back_after_another_is_cut_a_b_a():
+    text = "Turn on the kitchen light. Set a timer. Turn on the kitchen light."
+    assert first_sentences(text) == ("Turn on the kitchen light. Set a timer.", True)
+    assert repeats("Turn on the kitchen", ["Turn on the kitchen light."])
+
+
+def test_two_different_commands_are_not_a_loop():
+    two = "Turn on the kitchen light. Turn on the porch light."
+    assert first_sentences(two) == (two, False)
+    assert first_sentences("Turn on the light. Turn off the light.")[1] is False

@@ -201,3 +201,66 @@ def test_the_default_home_file_loads():
     home = load_home(HOME)
     assert {a.name for a in home.areas} >= {"Kitchen", "Living Room", "Bedroom"}
     assert home.entity("light.kitchen").name == "Kitchen Light"
+
+
+@pytest.mark.parametrize(
+    ("heard", "intent_name", "entities"),
+    [
+        # what tiny.en wrote for spoken commands (issue 15): a slipped name is snapped back
+        ("switch on the coffee macher", "HassTurnOn", ["switch.coffee_maker"]),
+        ("set the kitchen lights to 40 percent", "HassLightSet", ["light.kitchen"]),
+    ],
+)
+def test_a_slipped_name_still_gives_the_command(hassil, heard, intent_name, entities):
+    intent = hassil.recognize(heard)
+    assert intent is not None, heard
+    assert intent.name == intent_name
+    assert set(entities) <= set(intent.data["entities"])
+
+
+@pytest.mark.parametrize(
+    "chatter",
+    [
+        "I left the lights on in the kitchen yesterday",
+        "my sister painted her kitchen blue last week",
+        "the weather was lovely when we walked the dog",
+        "remind me why the garage is always so cold",
+    ],
+)
+def test_chatter_about_the_home_is_not_a_command(hassil, chatter):
+    assert hassil.recognize(chatter) is None
+    assert not hassil.is_command(chatter)
+
+
+def test_is_command_tells_exact_matches_from_snapped_names(hassil):
+    assert hassil.is_command("turn on the kitchen light", exact=True)
+    assert hassil.is_command("turn on the kitchen lite")
+    assert not hassil.is_command("turn on the kitchen lite", exact=True)
+
+
+def test_the_home_prompt_lists_areas_then_entities_once_each(hassil):
+    words = hassil.prompt_words()
+    assert words.endswith(".")
+    names = words[:-1].split(", ")
+    assert len(names) == len(set(names))
+    assert "Kitchen" in names and "Kitchen Light" in names
+    assert names.index("Kitchen") < names.index("Kitchen Light")
+
+
+@pytest.mark.parametrize(
+    "text", ["set the lights in the kitchen to blue", "set the lights to blue in the kitchen"]
+)
+def test_phrasings_voiced_adds_to_the_pinned_templates(hassil, text):
+    # home-assistant-intents 2026.5 has "lights in <area>" only without "the" (issue 15)
+    intent = hassil.recognize(text)
+    assert intent is not None, text
+    assert (intent.name, intent.slots) == ("HassLightSet", {"area": "Kitchen", "color": "blue"})
+    assert intent.data["response"] == "color"
+    assert not intent.data["custom"]
+    assert not intent.data.get("fuzzy")
+
+
+def test_added_phrasings_are_only_used_with_the_built_in_sentences():
+    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[], builtin_sentences=False))
+    stage.load()
+    assert stage.recognize("set the lights in the kitchen to blue") is None

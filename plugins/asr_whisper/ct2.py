@@ -17,6 +17,7 @@ from pydantic import Field
 from voiced.api.devices import choose_ct2_device
 from voiced.api.intents import Transcript
 
+from .choose import Hypothesis, checker_of, choose, pick_retry, unique
 from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
@@ -24,11 +25,12 @@ from .common import (
     judge,
     max_new_tokens,
     pcm16_to_float,
+    rms_dbfs,
     too_quiet,
     window_seconds,
 )
 from .models import ModelError, load_error, resolve_ct2
-from .segments import spoken_text
+from .segments import first_sentences, spoken_text
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,21 @@ class WhisperCt2Options(WhisperOptions):
     cpu_threads: int = Field(0, ge=0, description="0: CTranslate2's default (all cores)")
     vad_filter: bool = Field(False, description="faster-whisper's Silero VAD (long audio only)")
     download_root: str | None = None
+    hypotheses: int = Field(
+        3,
+        ge=1,
+        le=8,
+        description="N-best: hypotheses to decode (beam search, beam >= N) when an intent stage "
+        "can tell commands: it picks one within hypothesis_margin of the top one",
+    )
+    hypothesis_margin: float = Field(
+        0.3, ge=0.0, description="most average log-probability below the top hypothesis"
+    )
+    home_retry: bool = Field(
+        True,
+        description="when no hypothesis is a command: decode again with the full window and "
+        "the home's names as a prompt; kept only if that is a command close to the first decode",
+    )
 
 
 class WhisperCt2Asr:
@@ -123,64 +140,52 @@ class WhisperCt2Asr:
         if seconds > FULL_WINDOW_S:
             return self._long_form(samples, language, seconds, data, started)
 
-        import ctranslate2
-        from faster_whisper.transcribe import get_suppressed_tokens
-
-        model = self._model
-        window = window_seconds(seconds, opts)
-        frames = window * 100
-        if window == FULL_WINDOW_S:  # exactly as faster-whisper: features padded with zeros
-            features = model.feature_extractor(samples)[:, :frames]
-            features = np.pad(features, ((0, 0), (0, frames - features.shape[1])))
-        else:  # audio padded with silence, as Whisper was trained (measured: fewer errors)
-            padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
-            padded[: len(samples)] = samples
-            features = model.feature_extractor(padded)[:, :frames]
-        t_features = time.perf_counter()
-        encoded = model.model.encode(
-            ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])),
-            to_cpu=model.model.device == "cuda" and len(model.model.device_index) > 1,
-        )
-        t_encode = time.perf_counter()
         if self.multilingual and language is None:
-            detected = model.model.detect_language(encoded)[0][0]
-            language = detected[0][2:-2]
-            data["language_probability"] = round(float(detected[1]), 3)
-        tokenizer = self._tokenizer(language)
-        timestamps = window < FULL_WINDOW_S  # to drop what is decoded past the audio
-        prompt = list(tokenizer.sot_sequence)
-        if not timestamps:
-            prompt.append(tokenizer.no_timestamps)
-        result = model.model.generate(
-            encoded,
-            [prompt],
-            beam_size=opts.beam_size,
-            max_length=len(prompt) + max_new_tokens(seconds, model.max_length - len(prompt)),
-            return_scores=True,
-            return_no_speech_prob=True,
-            suppress_blank=True,
-            suppress_tokens=list(get_suppressed_tokens(tokenizer, [-1])),
-        )[0]
-        tokens = result.sequences_ids[0]
-        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1)
-        dropped = 0
-        if timestamps:
-            text, dropped = spoken_text(
-                tokens, tokenizer.timestamp_begin, seconds, tokenizer.decode
-            )
-        else:
-            text = tokenizer.decode(tokens).strip()
-        done = time.perf_counter()
-        verdict = judge(text, avg_logprob, result.no_speech_prob, opts)
+            language, probability = self._detect(samples)
+            data["language_probability"] = probability
+        window = window_seconds(seconds, opts)
+        checker = None if warmup else checker_of(self.app)
+        count = self.options.hypotheses if checker is not None else 1  # N-best needs a judge
+        hypotheses, no_speech_prob, dropped = self._generate(
+            samples, seconds, window, language, count=count
+        )
+        choice = choose(hypotheses, checker, opts.hypothesis_margin)
+        chosen = hypotheses[choice.index]
+        why = choice.why
+        retried: list[Hypothesis] = []
+        won = None
+        if (
+            checker is not None
+            and opts.home_retry
+            and not choice.command
+            and chosen.text.strip()
+            and not judge(chosen.text, chosen.avg_logprob, no_speech_prob, opts).no_speech
+        ):
+            retried = self._generate(
+                samples, seconds, FULL_WINDOW_S, language, checker.prompt_words(), count
+            )[0]
+            won = pick_retry(retried, hypotheses, checker, opts.hypothesis_margin)
+            if won is not None:
+                chosen, why = won, "retry with the full window and the home's names: a command"
+            else:
+                why += "; the prompted retry gave no command close to it"
+        t_decoded = time.perf_counter()
+        text, avg_logprob = chosen.text, chosen.avg_logprob
+        verdict = judge(text, avg_logprob, no_speech_prob, opts)
         data |= {
             "window_s": window,
             "avg_logprob": round(float(avg_logprob), 3),
-            "no_speech_prob": round(float(result.no_speech_prob), 3),
+            "no_speech_prob": round(float(no_speech_prob), 3),
+            "level_dbfs": round(rms_dbfs(samples), 1),
+            "hypotheses": [h.to_dict() for h in hypotheses],
+            **({"retry_hypotheses": [h.to_dict() for h in retried]} if retried else {}),
+            "hypothesis": {
+                "index": -1 if won is not None else choice.index,
+                "retried": bool(retried),
+                "why": why,
+            },
             "timings_ms": {
-                "features": round((t_features - started) * 1000, 1),
-                "encode": round((t_encode - t_features) * 1000, 1),
-                "decode": round((done - t_encode) * 1000, 1),
-                "total": round((done - started) * 1000, 1),
+                "total": round((t_decoded - started) * 1000, 1),
             },
         }
         if dropped:
@@ -189,6 +194,78 @@ class WhisperCt2Asr:
             data |= {"rejected": verdict.reason, "raw_text": text}
             text = ""
         return Transcript(text, language or "en", self.name, seconds, verdict.no_speech, data)
+
+    def _detect(self, samples: np.ndarray) -> tuple[str, float]:
+        encoded = self._encode(samples, window_seconds(len(samples) / SAMPLE_RATE, self.options))
+        detected = self._model.model.detect_language(encoded)[0][0]
+        return detected[0][2:-2], round(float(detected[1]), 3)
+
+    def _encode(self, samples: np.ndarray, window: int) -> Any:
+        import ctranslate2
+
+        model = self._model
+        frames = window * 100
+        if window == FULL_WINDOW_S:  # exactly as faster-whisper: features padded with zeros
+            features = model.feature_extractor(samples)[:, :frames]
+            features = np.pad(features, ((0, 0), (0, frames - features.shape[1])))
+        else:  # audio padded with silence, as Whisper was trained (measured: fewer errors)
+            padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
+            padded[: len(samples)] = samples
+            features = model.feature_extractor(padded)[:, :frames]
+        return model.model.encode(
+            ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])),
+            to_cpu=model.model.device == "cuda" and len(model.model.device_index) > 1,
+        )
+
+    def _generate(
+        self,
+        samples: np.ndarray,
+        seconds: float,
+        window: int,
+        language: str | None,
+        prompt_text: str = "",
+        count: int = 1,
+    ) -> tuple[list[Hypothesis], float, int]:
+        """One encoder pass and one decode: the hypotheses (best first, loops cut), the
+        no-speech probability and how many segments were dropped."""
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        opts = self.options
+        model = self._model
+        encoded = self._encode(samples, window)
+        tokenizer = self._tokenizer(language)
+        timestamps = window < FULL_WINDOW_S  # to drop what is decoded past the audio
+        prompt = list(tokenizer.sot_sequence)
+        if prompt_text:
+            words = tokenizer.encode(" " + prompt_text.strip())[-(model.max_length // 2 - 1) :]
+            prompt = [tokenizer.sot_prev, *words, *prompt]
+        if not timestamps:
+            prompt.append(tokenizer.no_timestamps)
+        result = model.model.generate(
+            encoded,
+            [prompt],
+            beam_size=max(opts.beam_size, count),
+            num_hypotheses=count,
+            max_length=len(prompt) + max_new_tokens(seconds, model.max_length - len(prompt)),
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=True,
+            suppress_tokens=list(get_suppressed_tokens(tokenizer, [-1])),
+        )[0]
+        hypotheses = []
+        dropped = 0
+        for tokens, score in zip(result.sequences_ids, result.scores, strict=True):
+            avg_logprob = score * len(tokens) / (len(tokens) + 1)
+            if timestamps:
+                text, cut = spoken_text(
+                    tokens, tokenizer.timestamp_begin, seconds, tokenizer.decode
+                )
+            else:
+                text, cut = first_sentences(tokenizer.decode(tokens))
+            if not hypotheses:
+                dropped = int(cut)
+            hypotheses.append(Hypothesis(text, float(avg_logprob)))
+        return unique(hypotheses), float(result.no_speech_prob), dropped
 
     def _long_form(
         self,

@@ -31,6 +31,8 @@ GLUE_WORDS = frozenset(
     ("the", "a", "an", "my", "our", "your", "in", "on", "at", "of", "to", "for", "and",
      "is", "are", "all", "every", "this", "that")
 )  # fmt: skip
+ADDED_SENTENCES = Path(__file__).with_name("sentences")
+"""Phrasings voiced adds to the pinned home-assistant-intents (per language)."""
 WARM_UP = ("turn on the kitchen light", "set a timer for five minutes", "what time is it")
 
 __all__ = [
@@ -122,6 +124,25 @@ class HassilIntent:
         )
         if self.intents is not None:
             self.intents.slot_lists.update(self.home.slot_lists())
+
+    # -- what the ASR asks (plugins/asr_whisper/choose.py) --------------------------------
+
+    def is_command(self, text: str, exact: bool = False) -> bool:
+        """Whether ``text`` is a command on this home: a template match, possibly after
+        snapping near-miss names (``exact``: one that needed no snapping)."""
+        if self.intents is None:
+            return False
+        intent = self.recognize(text)
+        if intent is None:
+            return False
+        return not exact or not intent.data.get("fuzzy")
+
+    def prompt_words(self) -> str:
+        """The home's names as a Whisper prompt: areas, floors, then entities."""
+        names = [n for a in self.home.areas for n in (a.name, *a.aliases)]
+        names += [n for f in self.home.floors for n in (f.name, *f.aliases)]
+        names += [n for e in self.home.entities for n in e.names]
+        return ", ".join(dict.fromkeys(names)) + "."
 
     # -- the hook ---------------------------------------------------------------------------
 
@@ -225,6 +246,10 @@ class HassilIntent:
                     f"{known}"
                 )
             data = bundled
+            added = ADDED_SENTENCES / f"{self.options.language}.yaml"
+            if added.is_file():
+                extra = yaml.safe_load(added.read_text(encoding="utf-8"))
+                merge_dict(data, {"intents": extra["intents"]})
         return data
 
     def _resolve(self, entry: str, must_exist: bool) -> Path:

@@ -1,0 +1,204 @@
+"""Spoken commands -> intents on the held-out set: voiced beside the naive peer, per technique.
+
+    python -m benchmarks.recognition [--only ROW,ROW] [--json]
+
+The set (benchmarks/testset.py ``build_heldout``) is built when missing. Every row reads the
+same files with the same model (bundled tiny.en, CTranslate2 int8, CPU):
+
+- peer: faster-whisper ``transcribe`` (greedy, language en) + plain ``hassil.recognize_best``
+  with the same templates and home, no normalization;
+- voiced rows: the whisper-ctranslate2 engine and the hassil stage, adding one technique per
+  row (templates only -> + name snapping -> + N-best -> + prompted retry = the default),
+  and the default with the full 30 s window.
+
+A command is right when the intent name, every expected slot and the set of entities it acts
+on are right; chatter and no-speech files must give no intent (else: a false activation).
+Latency is audio in -> intent out (the whole utterance is there: end of speech -> intent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import ensure_importable
+
+
+@dataclass
+class Row:
+    label: str
+    right: int = 0
+    commands: int = 0
+    clean_right: int = 0
+    clean: int = 0
+    wrong: int = 0  # a command read as another action
+    false_activations: int = 0
+    idle: int = 0  # chatter + no-speech files
+    latencies_ms: list[float] = field(default_factory=list)
+    misses: list[str] = field(default_factory=list)
+
+    def table_cells(self) -> list[str]:
+        lat = sorted(self.latencies_ms)
+        p90 = lat[min(len(lat) - 1, int(len(lat) * 0.9))] if lat else 0.0
+        return [
+            self.label,
+            f"{self.right}/{self.commands} {self.right / max(1, self.commands):.1%}",
+            f"{self.clean_right}/{self.clean} {self.clean_right / max(1, self.clean):.1%}",
+            str(self.wrong),
+            f"{self.false_activations}/{self.idle}",
+            f"{statistics.median(lat) if lat else 0:.0f}",
+            f"{p90:.0f}",
+        ]
+
+
+class App:
+    """The daemon's stage lookup, all the ASR engine asks of it."""
+
+    def __init__(self, intent: Any) -> None:
+        self.intent = intent
+
+    def stage(self, kind: str, name: str | None = None) -> Any:
+        return self.intent if kind == "intent" else None
+
+
+def pipeline_audio(path: str) -> bytes:
+    from voiced.audio import float_to_pcm16, read_audio_file, resample, to_mono
+
+    data, rate = read_audio_file(path)
+    return float_to_pcm16(resample(to_mono(data), rate, 16000))
+
+
+def judge(intent: Any, expected: dict[str, Any] | None) -> str:
+    """'right', 'wrong' (another action), 'miss' (nothing) or 'false' (an intent from
+    chatter or no speech)."""
+    if expected is None:
+        return "right" if intent is None else "false"
+    if intent is None:
+        return "miss"
+    if intent.name != expected["name"]:
+        return "wrong"
+    for key, value in expected["slots"].items():
+        if str(intent.slots.get(key)) != str(value):
+            return "wrong"
+    if sorted(intent.data.get("entities", [])) != expected["entities"]:
+        return "wrong"
+    return "right"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma list of row labels (prefixes)")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    args = parser.parse_args(argv)
+    ensure_importable()
+    from faster_whisper import WhisperModel
+    from hassil import recognize_best
+    from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
+    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
+    from voiced_plugins.intent_hassil import CUSTOM_SENTENCE, HassilIntent, HassilOptions
+
+    from benchmarks import testset
+
+    manifest = testset.build_heldout()
+    root = testset.HELDOUT_DIR
+    files = [(item, pipeline_audio(str(root / item["file"]))) for item in manifest["items"]]
+
+    stages = {}
+    for fuzzy in (False, True):
+        stage = HassilIntent(HassilOptions(home="", sentences=[], fuzzy=fuzzy))
+        stage.load()
+        stage.use_home(manifest["home"])
+        stages[fuzzy] = stage
+
+    peer_model = WhisperModel(str(bundled_ct2_dir("tiny.en")), device="cpu", compute_type="int8")
+
+    def peer(audio: bytes) -> Any:
+        samples = np.frombuffer(audio, "<i2").astype(np.float32) / 32768.0
+        segments, _ = peer_model.transcribe(samples, beam_size=1, language="en")
+        text = " ".join(s.text.strip() for s in segments).strip()
+        stage = stages[False]
+        result = recognize_best(
+            text, stage.intents, language="en", best_metadata_key=CUSTOM_SENTENCE,
+            best_slot_name="name",
+        )  # fmt: skip
+        return text, stage._to_intent(text, result, 1.0) if result is not None else None
+
+    def voiced(fuzzy: bool, **options: Any) -> Any:
+        stage = stages[fuzzy]
+        engine = WhisperCt2Asr(WhisperCt2Options(**options), App(stage))
+        engine.load()
+
+        def run(audio: bytes) -> Any:
+            transcript = engine.transcribe(audio)
+            if transcript.no_speech or not transcript.text.strip():
+                return transcript.text, None
+            return transcript.text, stage.recognize(transcript.text)
+
+        return run
+
+    rows = {
+        "peer: faster-whisper + plain hassil": lambda: peer,
+        "voiced: templates only": lambda: voiced(False, hypotheses=1, home_retry=False),
+        "voiced: + name snapping": lambda: voiced(True, hypotheses=1, home_retry=False),
+        "voiced: + N-best (3)": lambda: voiced(True, home_retry=False),
+        "voiced: + prompted retry (default)": lambda: voiced(True),
+        "voiced: default, window=full": lambda: voiced(True, window="full"),
+    }
+    only = [o.strip() for o in args.only.split(",") if o.strip()]
+    results = []
+    for label, make in rows.items():
+        if only and not any(label.startswith(o) or o in label for o in only):
+            continue
+        run = make()
+        run(files[0][1])  # warm up caches
+        row = Row(label)
+        for item, audio in files:
+            started = time.perf_counter()
+            text, intent = run(audio)
+            row.latencies_ms.append((time.perf_counter() - started) * 1000)
+            verdict = judge(intent, item["expected"])
+            if item["kind"] == "command":
+                row.commands += 1
+                clean = item["snr_db"] is None
+                row.clean += clean
+                if verdict == "right":
+                    row.right += 1
+                    row.clean_right += clean
+                else:
+                    row.wrong += verdict == "wrong"
+                    got = f"{intent.name} {intent.data.get('entities')}" if intent else "-"
+                    row.misses.append(f"{item['file']}: {item['text']!r} heard {text!r} -> {got}")
+            else:
+                row.idle += 1
+                if verdict == "false":
+                    row.false_activations += 1
+                    row.misses.append(f"FALSE {item['file']}: heard {text!r} -> {intent.name}")
+        results.append(row)
+        print(f"# {label}: done", file=sys.stderr, flush=True)
+
+    commands = sum(i["kind"] == "command" for i in manifest["items"])
+    print(f"held-out set: {len(files)} files ({commands} commands, "
+          f"{len(files) - commands} chatter/no-speech), tiny.en int8 CPU")  # fmt: skip
+    header = ["row", "intent right (all)", "clean", "wrong", "false act.", "med ms", "p90 ms"]
+    table = [header] + [r.table_cells() for r in results]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    for line in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+    for row in results:
+        print(f"\n{row.label}: misses")
+        for miss in row.misses:
+            print(f"  {miss}")
+    if args.json:
+        print(json.dumps([r.__dict__ for r in results], default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
