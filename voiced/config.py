@@ -56,6 +56,19 @@ class PipelineConfig(Strict):
     stage_timeout: float = Field(60.0, gt=0, description="seconds one stage call may take")
     shutdown_grace: float = Field(10.0, ge=0, description="seconds a run in flight may finish")
     not_understood: str = "Sorry, I didn't understand that."
+    max_say_chars: int = Field(
+        5000,
+        ge=1,
+        le=1_000_000,
+        description="longest text a say command or a Wyoming synthesize may ask to speak "
+        "(~5 minutes of speech); longer is refused with an error event",
+    )
+    max_commands_per_site: int = Field(
+        16,
+        ge=1,
+        le=10_000,
+        description="say commands queued or speaking at one site; more are refused",
+    )
 
     @field_validator("asr", "tts")
     @classmethod

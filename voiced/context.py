@@ -37,7 +37,11 @@ class Assistant(Protocol):
     # -- commands --------------------------------------------------------------------------
 
     async def say(self, text: str, site_id: str | None = None) -> None:
-        """Speak text at a site (a run of its own, events and all)."""
+        """Speak text at a site (a run of its own, events and all), after the says queued
+        there. Raises ``CommandRefused`` (unknown site, full queue) or ``TextTooLong``."""
+
+    def knows_site(self, site_id: str) -> bool:
+        """Whether a site exists: the daemon's own, or one with audio (a source, a satellite)."""
 
     async def listen(self, site_id: str | None = None) -> None:
         """Start listening at a site without a wake word."""

@@ -23,6 +23,7 @@ from voiced.config import Settings
 from voiced.context import RunContext
 from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
+from voiced.limits import Admission, CommandRefused, check_say_text
 from voiced.plugins import PluginError, PluginHost, check_hooks
 from voiced.run import Phase, Run, StageFailed, StageTimeout, Utterance
 from voiced.segmenter import UtteranceSegmenter
@@ -31,6 +32,8 @@ from voiced.site_runs import SiteRuns
 from voiced.stages import Sink, Source
 
 log = logging.getLogger(__name__)
+
+MUTED_REMEMBERED = 256  # freed satellite sites whose muted flag is kept for their return
 
 
 class StartupError(RuntimeError):
@@ -65,6 +68,8 @@ class Pipeline:
         self.dropped_utterances = 0
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
+        self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
+        self._says = Admission(settings.pipeline.max_commands_per_site, "say")
         self._built = False
 
     # -- app API for plugins -----------------------------------------------------------------
@@ -93,11 +98,25 @@ class Pipeline:
             self.loop.call_soon_threadsafe(self._spawn, coro)
 
     async def say(self, text: str, site_id: str | None = None) -> None:
+        """Speak at a known site, after the says already queued there (at most
+        ``pipeline.max_commands_per_site``); refused with ``CommandRefused`` or ``TextTooLong``."""
         if self.tts is None:
             raise RuntimeError("no tts stage is configured")
-        run = self.start_run(site_id or self.settings.site_id, "say", phase=Phase.SPEAKING)
-        task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
-        await asyncio.shield(task)
+        site_id = site_id or self.settings.site_id
+        if not self.knows_site(site_id):
+            raise CommandRefused(f"say: no site {site_id!r}; sites: {', '.join(self.site_ids())}")
+        check_say_text(text, self.settings.pipeline.max_say_chars)
+        async with self._says.admit(site_id):
+            run = self.start_run(site_id, "say", phase=Phase.SPEAKING)
+            task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
+            await asyncio.shield(task)
+
+    def knows_site(self, site_id: str) -> bool:
+        """The daemon's own site, or a site with audio of its own (a source, a satellite)."""
+        return site_id == self.settings.site_id or site_id in self.sites
+
+    def site_ids(self) -> list[str]:
+        return sorted({self.settings.site_id, *self.sites})
 
     async def listen(self, site_id: str | None = None) -> None:
         site = self._site(site_id)
@@ -109,6 +128,7 @@ class Pipeline:
             site.set_muted(muted)
         if not site_id:  # every site: new sites start that way too (runtime state, not config)
             self.muted_default = muted
+            self._muted_sites.clear()
 
     def cancel(self, site_id: str | None = None) -> None:
         targets = [self._site(site_id)] if site_id else list(self.sites.values())
@@ -174,8 +194,29 @@ class Pipeline:
     async def attach_site(self, source: Source, sinks: list[Sink] | None = None) -> None:
         """Make ``source`` a site and feed it in a task of the daemon's own."""
         site = await self._new_site(source.site_id, sinks, getattr(source, "hears_playback", True))
-        task = asyncio.create_task(self._feed(site, source), name=f"site:{source.site_id}")
+        task = asyncio.create_task(self._feed_then_free(site, source), name=f"site:{site.site_id}")
         self._feeds[source.site_id] = task
+
+    async def _feed_then_free(self, site: Site, source: Source) -> None:
+        """Feed an attached site; once its source ends, free its wake/VAD stages (a satellite
+        that reconnects gets fresh ones; only a muted flag is remembered)."""
+        try:
+            await self._feed(site, source)
+        finally:
+            if self.sites.get(site.site_id) is site and self.accepting:
+                del self.sites[site.site_id]
+                self._remember_muted(site.site_id, site.muted)
+                for run in list(site.runs.values()):  # runs still answering keep their events
+                    self.site_runs(site.site_id).adopt(run)
+                stages = [site.segmenter.vad, *site.wakes]
+                await self.in_thread(_close_all, stages)
+
+    def _remember_muted(self, site_id: str, muted: bool) -> None:
+        self._muted_sites.pop(site_id, None)
+        if muted != self.muted_default:
+            self._muted_sites[site_id] = muted
+            while len(self._muted_sites) > MUTED_REMEMBERED:
+                del self._muted_sites[next(iter(self._muted_sites))]
 
     async def detach_site(self, site_id: str, timeout: float = 10.0) -> None:
         task = self._feeds.pop(site_id, None)
@@ -366,7 +407,7 @@ class Pipeline:
             sinks,
             claim_wake=self.arbiter.claim if self.arbiter.config.enabled else None,
             hears_playback=hears_playback,
-            muted=self.muted_default,
+            muted=self._muted_sites.pop(site_id, self.muted_default),
         )
         self.sites[site_id] = site
         siteless = self._siteless.pop(site_id, None)
@@ -551,3 +592,11 @@ class Pipeline:
         if site_id not in self.sites:
             raise KeyError(f"no site {site_id!r}; sites: {', '.join(self.sites) or 'none'}")
         return self.sites[site_id]
+
+
+def _close_all(stages: list[Any]) -> None:
+    for stage in stages:
+        try:
+            stage.close()
+        except Exception as exc:
+            log.warning("closing %s failed: %s", type(stage).__name__, exc)
