@@ -17,6 +17,7 @@ from pydantic_settings import (
     EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from voiced.arbiter import ArbiterConfig
@@ -195,8 +196,16 @@ def read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: cannot read the config file (permission denied)") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from None
 
 
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
@@ -209,8 +218,31 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
         settings = Settings(**data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, where)) from None
+    except SettingsError as exc:  # a VOICED_* value that should be JSON and isn't
+        raise ConfigError(_env_error(exc)) from None
     settings.config_file = config_file.resolve() if config_file else None
     return settings
+
+
+def _env_error(exc: Exception) -> str:
+    """'environment VOICED_X: key: reason' for a variable pydantic-settings could not parse."""
+    text = str(exc)
+    field_name = text.split('field "', 1)[-1].split('"', 1)[0] if 'field "' in text else ""
+    prefix = f"VOICED_{field_name.upper()}__" if field_name else "VOICED_"
+    names = [
+        n for n in os.environ if n.upper() == prefix.rstrip("_") or n.upper().startswith(prefix)
+    ]
+    for name in sorted(names):
+        value = os.environ[name]
+        if value.strip()[:1] in "[{":
+            try:
+                json.loads(value)
+            except json.JSONDecodeError as bad:
+                key = name[len("VOICED_") :].lower().replace("__", ".")
+                return (
+                    f"environment {name}: {key}: not valid JSON ({bad.msg} at column {bad.colno})"
+                )
+    return f"environment: {field_name or 'a VOICED_* variable'}: {text}"
 
 
 def format_validation_error(exc: ValidationError, where: str, prefix: str = "") -> str:

@@ -344,7 +344,8 @@ class PlaybackEnd(Payload):
 @dataclass(frozen=True)
 class RunEnd(Payload):
     """A run ended, once. ``reason``: done, error, cancelled, barge-in, no-speech,
-    no-speech-timeout, wake-again, muted, end-of-stream, dropped (ASR overload), and for
+    no-speech-timeout, wake-again, muted, end-of-stream, dropped (ASR overload), shutdown
+    (still open when the daemon stopped), and for
     Wyoming requests not-detected, replaced, disconnected. ``latency_s``: speech end to the
     end of the answer (done runs that heard speech)."""
 

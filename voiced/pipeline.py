@@ -33,6 +33,10 @@ from voiced.stages import Sink, Source
 
 log = logging.getLogger(__name__)
 
+REQUIRED_KINDS = ("source", "service")
+"""Stages the daemon is for: one that can't load or start fails the start (exit 1, the reason
+on stderr) instead of a healthy-looking daemon doing nothing. Others are optional: an intent,
+handler or sink that fails is an error event and the daemon runs on without it."""
 MUTED_REMEMBERED = 256  # freed satellite sites whose muted flag is kept for their return
 
 
@@ -252,9 +256,11 @@ class Pipeline:
         self.sources = [make("source", name) for name in p.source] if wanted("source") else []
         self.sinks = [make("sink", name) for name in p.sink] if wanted("sink") else []
         if wanted("asr"):
-            self.asr = EngineChain("asr", [(n, make("asr", n)) for n in p.asr], self.emit)
+            engines = [(n, make("asr", n)) for n in p.asr]
+            self.asr = EngineChain("asr", engines, self.emit, site_id=self.settings.site_id)
         if wanted("tts"):
-            self.tts = EngineChain("tts", [(n, make("tts", n)) for n in p.tts], self.emit)
+            engines = [(n, make("tts", n)) for n in p.tts]
+            self.tts = EngineChain("tts", engines, self.emit, site_id=self.settings.site_id)
         for kind, names in (("intent", p.intent), ("handler", p.handler), ("service", p.service)):
             for name in names if wanted(kind) else []:
                 self.components[(kind, name)] = make(kind, name)
@@ -304,11 +310,12 @@ class Pipeline:
                 asr=[n for n, _ in self.asr.loaded] if self.asr else [],
                 tts=[n for n, _ in self.tts.loaded] if self.tts else [],
                 sources=[s.stage_name for s in self.sources],
-            ).event()
+            ).event(None, self.settings.site_id)
         )
 
     async def _load_optional(self, kind: str, name: str, stage: Any) -> bool:
-        """Load a stage the daemon can run without; a failure is an error event, not a crash."""
+        """Load a stage the daemon can run without; a failure is an error event, not a crash.
+        A required one (``REQUIRED_KINDS``) that fails stops the start with ``StartupError``."""
         try:
             await self.in_thread(stage.load)
         except Exception as exc:
@@ -317,6 +324,8 @@ class Pipeline:
         return True
 
     def _optional_failed(self, kind: str, name: str, exc: Exception, phase: str) -> None:
+        if kind in REQUIRED_KINDS:  # a daemon without it would report READY and do nothing
+            raise StartupError(f"{kind} {name} failed to {phase}: {exc}") from None
         message = (
             f"{kind} {name} failed to {phase}, running without it: {type(exc).__name__}: {exc}"
         )
@@ -536,7 +545,8 @@ class Pipeline:
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
-        self.emit(ev.Shutdown(self.dropped_utterances).event())
+        self._end_open_runs()
+        self.emit(ev.Shutdown(self.dropped_utterances).event(None, self.settings.site_id))
         for component in reversed(list(self.components.values())):
             if hasattr(component, "stop"):
                 try:
@@ -548,6 +558,13 @@ class Pipeline:
             self.pm.unregister(component)
         self._registered.clear()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def _end_open_runs(self) -> None:
+        """Runs still open (a Wyoming request, a listening site) end ``shutdown`` now, while
+        the observers still run: no retained ``listening``/``thinking`` after ``offline``."""
+        for runs in [*self.sites.values(), *self._siteless.values()]:
+            for run in list(runs.runs.values()):
+                run.end("shutdown")
 
     def close(self) -> None:
         stages = [*self.sources, *self.sinks, *self.components.values()]
