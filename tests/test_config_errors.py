@@ -5,6 +5,7 @@ it is ready again."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import socket
@@ -17,6 +18,7 @@ from pipeline_helpers import EventRecorder
 
 from voiced.config import ConfigError, load_settings
 from voiced.daemon import Daemon
+from voiced.plugins import load_plugins
 
 VOICED = [sys.executable, "-m", "voiced.cli"]
 ROOT = Path(__file__).parents[1]
@@ -72,6 +74,46 @@ def test_the_cli_reports_a_directory_and_a_non_utf8_file_without_a_traceback(tmp
         done = voiced("--config", str(path), "config")
         assert done.returncode == 2 and str(path) in done.stderr, done
         assert "Traceback" not in done.stderr
+
+
+def test_a_variable_that_names_no_setting_is_a_warning(monkeypatch, caplog):
+    monkeypatch.setenv("VOICED_PIPELNE__ASR", '["whisper-ctranslate2"]')
+    monkeypatch.setenv("VOICED_CACHE_DIR", "/tmp")  # read elsewhere: not a typo
+    with caplog.at_level(logging.WARNING, logger="voiced.config"):
+        load_settings(Path(__file__).parent / "empty.toml")
+    warned = [r.getMessage() for r in caplog.records]
+    assert warned == [
+        "environment VOICED_PIPELNE__ASR: names no setting (known: VOICED_<section>__<key>)"
+    ], warned
+
+
+def test_disabling_a_plugin_that_does_not_exist_is_a_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="voiced.plugins"):
+        host = load_plugins(disabled=["wyomnig", "mqtt"])
+    assert any(i.name == "mqtt" and i.status == "disabled" for i in host.plugins)
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 1 and "'wyomnig', which is no installed plugin" in warned[0], warned
+
+
+def test_with_no_config_file_at_all_a_command_is_recognized(tmp_path):
+    done = subprocess.run(
+        [*VOICED, "intent", "turn on the kitchen light"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,  # no config/voiced.toml, no home.yaml here
+        env={k: v for k, v in os.environ.items() if not k.startswith("VOICED_")},
+    )
+    assert done.returncode == 0, done
+    assert "HassTurnOn" in done.stdout
+    assert "using the example home" in done.stderr
+
+
+def test_say_with_empty_text_fails_and_writes_nothing(tmp_path):
+    out = tmp_path / "x.wav"
+    done = voiced("say", "", "--out", str(out))
+    assert done.returncode == 1 and "nothing to say" in done.stderr, done
+    assert not out.exists()
 
 
 CONFIG = """

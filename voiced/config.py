@@ -6,6 +6,7 @@ A bad value fails start-up with the file, the key and the reason (``ConfigError`
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tomllib
 from pathlib import Path
@@ -22,6 +23,8 @@ from pydantic_settings import (
 
 from voiced.arbiter import ArbiterConfig
 from voiced.redact import redact_urls
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_PATHS = (Path("config/voiced.toml"), Path("/etc/voiced/voiced.toml"))
 SECRET_WORDS = ("password", "secret", "token", "api_key", "apikey", "key_file", "keyfile")
@@ -208,8 +211,31 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from None
 
 
+OTHER_VARIABLES = {"VOICED_CONFIG", "VOICED_CACHE_DIR", "VOICED_DISABLE_PLUGINS"}
+"""``VOICED_*`` variables that are not settings (read elsewhere, by name)."""
+
+
+def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
+    """``VOICED_*`` names that set nothing: a typo such as ``VOICED_PIPELNE__ASR``."""
+    environ = os.environ if environ is None else environ
+    top = {name.upper() for name in Settings.model_fields if name != "config_file"}
+    unknown = []
+    for name in environ:
+        upper = name.upper()
+        if not upper.startswith("VOICED_") or upper in OTHER_VARIABLES:
+            continue
+        if upper.startswith("VOICED_TEST_"):  # the test suite's own knobs
+            continue
+        if upper[len("VOICED_") :].split("__", 1)[0] not in top:
+            unknown.append(name)
+    return sorted(unknown)
+
+
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
-    """Load the config file (if any) and the environment; raise ConfigError naming the key."""
+    """Load the config file (if any) and the environment; raise ConfigError naming the key.
+    A ``VOICED_*`` variable that names no setting is logged as a warning."""
+    for name in unknown_variables():
+        log.warning("environment %s: names no setting (known: VOICED_<section>__<key>)", name)
     config_file = find_config_file(path)
     data = read_toml(config_file) if config_file else {}
     data = deep_merge(data, overrides)
