@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pytest
@@ -11,6 +12,7 @@ from loop_lag import loop_lag
 
 from voiced import events as ev
 from voiced.limits import Admission, CommandRefused, TextTooLong, check_say_text
+from voiced.logs import RepeatLimit
 
 
 def test_the_lag_monitor_fails_on_cpu_work_on_the_loop() -> None:
@@ -65,3 +67,19 @@ async def test_admission_runs_a_site_s_commands_in_order_and_refuses_past_the_li
     await asyncio.gather(first, second)
     assert order == ["a start", "a end", "b start", "b end"]
     assert admission.pending("kitchen") == 0 and not admission._locks  # nothing kept
+
+
+def test_a_flood_of_one_warning_is_cut_to_a_burst_and_a_count() -> None:
+    limit = RepeatLimit(burst=3, window=0.2)
+
+    def record(message: str, level: int = logging.ERROR) -> logging.LogRecord:
+        return logging.LogRecord("asyncio", level, __file__, 1, message, None, None)
+
+    passed = [limit.filter(record("socket.accept() out of system resource")) for _ in range(1000)]
+    assert passed.count(True) == 3
+    assert limit.filter(record("another error"))  # another kind has its own budget
+    assert all(limit.filter(record("chatty", logging.INFO)) for _ in range(100))  # info: all
+    time.sleep(0.25)
+    after = record("socket.accept() out of system resource")
+    assert limit.filter(after)
+    assert after.getMessage().endswith("(997 more like this were not logged)")
