@@ -41,7 +41,8 @@ class Assistant(Protocol):
         there. Raises ``CommandRefused`` (unknown site, full queue) or ``TextTooLong``."""
 
     def knows_site(self, site_id: str) -> bool:
-        """Whether a site exists: the daemon's own, or one with audio (a source, a satellite)."""
+        """Whether a site exists: the daemon's own, one with audio (a source, a satellite), or
+        one that had runs (a Wyoming client's requests). Commands to others are refused."""
 
     async def listen(self, site_id: str | None = None) -> None:
         """Start listening at a site without a wake word."""

@@ -23,7 +23,7 @@ from voiced.config import Settings
 from voiced.context import RunContext
 from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
-from voiced.limits import Admission, CommandRefused, check_say_text
+from voiced.limits import Admission, CommandRefused, TextTooLong, check_say_text
 from voiced.plugins import PluginError, PluginHost, check_hooks
 from voiced.run import Phase, Run, StageFailed, StageTimeout, Utterance
 from voiced.segmenter import UtteranceSegmenter
@@ -95,11 +95,27 @@ class Pipeline:
                 log.exception("event observer %s failed on %s", impl.plugin_name, event.type)
 
     def call_threadsafe(self, coro: Awaitable[Any]) -> None:
+        """Run a coroutine on the loop; its failure is logged and an error event, never an
+        unretrieved task exception."""
         assert self.loop is not None, "the pipeline is not running"
         if threading.get_ident() == self._loop_thread:
-            self._spawn(coro)
+            self._spawn(self._reported(coro))
         else:
-            self.loop.call_soon_threadsafe(self._spawn, coro)
+            self.loop.call_soon_threadsafe(self._spawn, self._reported(coro))
+
+    async def _reported(self, coro: Awaitable[Any]) -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except (CommandRefused, TextTooLong) as exc:
+            log.warning("%s", exc)
+            self.emit(error_event("command", str(exc), None, self.settings.site_id))
+        except Exception as exc:
+            log.exception("a task a plugin started failed")
+            self.emit(
+                error_event("command", f"{type(exc).__name__}: {exc}", None, self.settings.site_id)
+            )
 
     async def say(self, text: str, site_id: str | None = None) -> None:
         """Speak at a known site, after the says already queued there (at most
@@ -116,8 +132,9 @@ class Pipeline:
             await asyncio.shield(task)
 
     def knows_site(self, site_id: str) -> bool:
-        """The daemon's own site, or a site with audio of its own (a source, a satellite)."""
-        return site_id == self.settings.site_id or site_id in self.sites
+        """The daemon's own site, a site with audio (a source, a satellite), or one that had
+        runs of its own (a Wyoming client's requests)."""
+        return site_id in (self.settings.site_id, *self.sites, *self._siteless)
 
     def site_ids(self) -> list[str]:
         return sorted({self.settings.site_id, *self.sites})

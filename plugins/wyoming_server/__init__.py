@@ -294,6 +294,7 @@ class WyomingService:
             _keepalive(writer)
             session = Session(reader, writer, self)
             session.satellite_name = target.site_id
+            session.dialed = True
             self.sessions.add(session)
             log.info("wyoming: connected to satellite %s", target.uri)
             try:

@@ -77,6 +77,7 @@ class Session(AsyncEventHandler):
     ) -> None:
         super().__init__(reader, writer)
         self.refuse = refuse  # why this connection is answered with an error and closed
+        self.dialed = False  # voiced connected to this satellite server itself
         self.service = service
         self.app = service.app
         self.peer = peer_name(writer)
@@ -145,8 +146,9 @@ class Session(AsyncEventHandler):
         options = self.service.options
         try:
             while not self.closed:
+                satellite = self.dialed or self.source is not None or bool(self.satellite_name)
                 limits = ReadLimits(
-                    None if self.source is not None else options.idle_seconds,
+                    None if satellite else options.idle_seconds,  # a satellite may stay quiet
                     options.read_seconds,
                     options.max_event_bytes,
                 )
