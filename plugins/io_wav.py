@@ -63,6 +63,11 @@ class FileSource:
     def load(self) -> None:
         if not self.path.is_file():
             raise AudioFormatError(f"{self.path}: no such file")
+        try:
+            with self.path.open("rb"):
+                pass
+        except OSError as exc:
+            raise AudioFormatError(f"{self.path}: cannot read it: {exc.strerror}") from None
 
     def close(self) -> None:
         pass

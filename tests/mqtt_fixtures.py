@@ -277,6 +277,7 @@ class RecordingAssistant:
     events: list[Any] = field(default_factory=list)
     observers: list[Any] = field(default_factory=list)
     stages: dict[tuple[str, str], Any] = field(default_factory=dict)
+    sites: set[str] | None = None  # the sites it knows besides its own; None: any
 
     def __post_init__(self) -> None:
         self.settings = SimpleNamespace(site_id=self.site_id)
@@ -294,6 +295,9 @@ class RecordingAssistant:
 
     async def listen(self, site_id: str | None = None) -> None:
         self.calls.append(("listen", site_id))
+
+    def knows_site(self, site_id: str) -> bool:
+        return self.sites is None or site_id in self.sites or site_id == self.site_id
 
     def set_muted(self, muted: bool, site_id: str | None = None) -> None:
         """Records the call and reports it as the core does: ``muted``, then ``state``."""

@@ -109,8 +109,10 @@ class StreamConverter:
     """Converts a stream of chunks to the pipeline format, keeping resampler state between them."""
 
     def __init__(self, fmt: AudioFormat, target: AudioFormat = PIPELINE_FORMAT) -> None:
-        if fmt.channels < 1 or fmt.rate < 1000:
-            raise AudioFormatError(f"unusable audio format: {fmt}")
+        if fmt.channels < 1 or fmt.rate < 1000 or fmt.width not in (1, 2, 3, 4):
+            raise AudioFormatError(
+                f"unusable audio format: {fmt} (use 1-4 byte samples, >= 1 channel, >= 1000 Hz)"
+            )
         self.format = fmt
         self.target = target
         self._resampler = None
@@ -120,6 +122,11 @@ class StreamConverter:
             self._resampler = soxr.ResampleStream(fmt.rate, target.rate, 1, dtype="float32")
 
     def convert(self, pcm: bytes, last: bool = False) -> bytes:
+        frame = self.format.width * self.format.channels
+        if len(pcm) % frame:
+            raise AudioFormatError(
+                f"{len(pcm)} bytes of audio are not whole {frame}-byte frames ({self.format})"
+            )
         if self.format == self.target:
             return pcm
         return self.convert_float(pcm_to_float(pcm, self.format), last)

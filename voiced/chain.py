@@ -27,8 +27,10 @@ class EngineChain:
         engines: list[tuple[str, Any]],
         emit: Callable[[Event], None],
         retry_after: float = 300.0,
+        site_id: str = "default",
     ) -> None:
         self.kind = kind
+        self.site_id = site_id  # the daemon's own site: where load events are reported
         self.engines = engines
         self.emit = emit
         self.retry_after = retry_after
@@ -61,7 +63,7 @@ class EngineChain:
             self.loaded.append((name, engine))
             info = dict(getattr(engine, "info", {}) or {})
             seconds = round(time.monotonic() - started, 3)
-            self.emit(StageLoaded(self.kind, name, seconds, info).event())
+            self.emit(StageLoaded(self.kind, name, seconds, info).event(None, self.site_id))
         if not self.loaded:
             reasons = "; ".join(f"{n}: {r}" for n, r in self.load_errors.items())
             raise ChainError(f"no {self.kind} engine could load ({reasons})")
@@ -108,4 +110,4 @@ class EngineChain:
     def _fallback(self, name: str, reason: str, index: int, phase: str) -> None:
         rest = [n for n, _ in self.engines[index + 1 :]]
         fallback = EngineFallback(self.kind, name, reason, phase, rest[0] if rest else None)
-        self.emit(fallback.event())
+        self.emit(fallback.event(None, self.site_id))

@@ -17,6 +17,7 @@ from voiced import __version__
 from voiced.config import EXIT_CONFIG, ConfigError, masked
 from voiced.events import Event, print_json_line
 from voiced.hookspecs import hookimpl
+from voiced.limits import CommandRefused, TextTooLong
 from voiced.logs import report_fatal, setup_logging
 from voiced.pipeline import StartupError
 from voiced.plugins import PluginError, PluginHost, load_plugins
@@ -313,6 +314,9 @@ def cmd_say(args: argparse.Namespace) -> int:
     from voiced.daemon import prepare
     from voiced.pipeline import Pipeline
 
+    if not args.text.strip():
+        print("voiced say: nothing to say: the text is empty", file=sys.stderr)
+        return 1
     host = plugin_host()
     overrides = cli_overrides(args, host)
     if args.out:
@@ -336,7 +340,11 @@ def cmd_say(args: argparse.Namespace) -> int:
         finally:
             await pipeline.stop()
 
-    asyncio.run(speak())
+    try:
+        asyncio.run(speak())
+    except (TextTooLong, CommandRefused) as exc:
+        print(f"voiced say: {exc}", file=sys.stderr)
+        return 1
     if args.out:
         print(args.out)
     return 0

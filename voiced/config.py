@@ -6,6 +6,7 @@ A bad value fails start-up with the file, the key and the reason (``ConfigError`
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tomllib
 from pathlib import Path
@@ -17,10 +18,13 @@ from pydantic_settings import (
     EnvSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
 from voiced.arbiter import ArbiterConfig
 from voiced.redact import redact_urls
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_PATHS = (Path("config/voiced.toml"), Path("/etc/voiced/voiced.toml"))
 SECRET_WORDS = ("password", "secret", "token", "api_key", "apikey", "key_file", "keyfile")
@@ -56,6 +60,19 @@ class PipelineConfig(Strict):
     stage_timeout: float = Field(60.0, gt=0, description="seconds one stage call may take")
     shutdown_grace: float = Field(10.0, ge=0, description="seconds a run in flight may finish")
     not_understood: str = "Sorry, I didn't understand that."
+    max_say_chars: int = Field(
+        5000,
+        ge=1,
+        le=1_000_000,
+        description="longest text a say command or a Wyoming synthesize may ask to speak "
+        "(~5 minutes of speech); longer is refused with an error event",
+    )
+    max_commands_per_site: int = Field(
+        16,
+        ge=1,
+        le=10_000,
+        description="say commands queued or speaking at one site; more are refused",
+    )
 
     @field_validator("asr", "tts")
     @classmethod
@@ -182,12 +199,43 @@ def read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: cannot read the config file (permission denied)") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from None
+
+
+OTHER_VARIABLES = {"VOICED_CONFIG", "VOICED_CACHE_DIR", "VOICED_DISABLE_PLUGINS"}
+"""``VOICED_*`` variables that are not settings (read elsewhere, by name)."""
+
+
+def unknown_variables(environ: dict[str, str] | None = None) -> list[str]:
+    """``VOICED_*`` names that set nothing: a typo such as ``VOICED_PIPELNE__ASR``."""
+    environ = os.environ if environ is None else environ
+    top = {name.upper() for name in Settings.model_fields if name != "config_file"}
+    unknown = []
+    for name in environ:
+        upper = name.upper()
+        if not upper.startswith("VOICED_") or upper in OTHER_VARIABLES:
+            continue
+        if upper.startswith("VOICED_TEST_"):  # the test suite's own knobs
+            continue
+        if upper[len("VOICED_") :].split("__", 1)[0] not in top:
+            unknown.append(name)
+    return sorted(unknown)
 
 
 def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
-    """Load the config file (if any) and the environment; raise ConfigError naming the key."""
+    """Load the config file (if any) and the environment; raise ConfigError naming the key.
+    A ``VOICED_*`` variable that names no setting is logged as a warning."""
+    for name in unknown_variables():
+        log.warning("environment %s: names no setting (known: VOICED_<section>__<key>)", name)
     config_file = find_config_file(path)
     data = read_toml(config_file) if config_file else {}
     data = deep_merge(data, overrides)
@@ -196,8 +244,31 @@ def load_settings(path: str | Path | None = None, **overrides: Any) -> Settings:
         settings = Settings(**data)
     except ValidationError as exc:
         raise ConfigError(format_validation_error(exc, where)) from None
+    except SettingsError as exc:  # a VOICED_* value that should be JSON and isn't
+        raise ConfigError(_env_error(exc)) from None
     settings.config_file = config_file.resolve() if config_file else None
     return settings
+
+
+def _env_error(exc: Exception) -> str:
+    """'environment VOICED_X: key: reason' for a variable pydantic-settings could not parse."""
+    text = str(exc)
+    field_name = text.split('field "', 1)[-1].split('"', 1)[0] if 'field "' in text else ""
+    prefix = f"VOICED_{field_name.upper()}__" if field_name else "VOICED_"
+    names = [
+        n for n in os.environ if n.upper() == prefix.rstrip("_") or n.upper().startswith(prefix)
+    ]
+    for name in sorted(names):
+        value = os.environ[name]
+        if value.strip()[:1] in "[{":
+            try:
+                json.loads(value)
+            except json.JSONDecodeError as bad:
+                key = name[len("VOICED_") :].lower().replace("__", ".")
+                return (
+                    f"environment {name}: {key}: not valid JSON ({bad.msg} at column {bad.colno})"
+                )
+    return f"environment: {field_name or 'a VOICED_* variable'}: {text}"
 
 
 def format_validation_error(exc: ValidationError, where: str, prefix: str = "") -> str:

@@ -37,7 +37,12 @@ class Assistant(Protocol):
     # -- commands --------------------------------------------------------------------------
 
     async def say(self, text: str, site_id: str | None = None) -> None:
-        """Speak text at a site (a run of its own, events and all)."""
+        """Speak text at a site (a run of its own, events and all), after the says queued
+        there. Raises ``CommandRefused`` (unknown site, full queue) or ``TextTooLong``."""
+
+    def knows_site(self, site_id: str) -> bool:
+        """Whether a site exists: the daemon's own, one with audio (a source, a satellite), or
+        one that had runs (a Wyoming client's requests). Commands to others are refused."""
 
     async def listen(self, site_id: str | None = None) -> None:
         """Start listening at a site without a wake word."""

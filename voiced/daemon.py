@@ -110,22 +110,25 @@ class Daemon:
     def reload(self) -> dict[str, list[str]]:
         """Re-read the config; apply what can change live, say clearly what needs a restart."""
         self.notifier.reloading()
+        site_id = self.pipeline.settings.site_id
         try:
             new = load_settings(self.config, **self.overrides)
             check_config(self.host, new)
-        except ConfigError as exc:
+            result = apply_live(self.pipeline, new)
+        except Exception as exc:  # ConfigError, or a bug: either way READY=1 must follow
+            if not isinstance(exc, ConfigError):
+                log.exception("reload failed")
             log.error("reload failed, keeping the running config: %s", exc)
-            self.pipeline.emit(Reload(ok=False, error=str(exc)).event())
+            self.pipeline.emit(Reload(ok=False, error=str(exc)).event(None, site_id))
             self.notifier.ready("reload failed; running the previous config")
             return {"applied": [], "needs_restart": []}
-        result = apply_live(self.pipeline, new)
         if result["needs_restart"]:
             log.warning(
                 "reload: %s changed; restart voiced to apply (running on the old values)",
                 ", ".join(result["needs_restart"]),
             )
         log.info("reload: applied %s", ", ".join(result["applied"]) or "nothing (no changes)")
-        self.pipeline.emit(Reload(ok=True, **result).event())
+        self.pipeline.emit(Reload(ok=True, **result).event(None, site_id))
         self.notifier.ready("reloaded")
         return result
 

@@ -20,6 +20,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar, Self, TextIO
 
+from voiced.limits import clip
+
 
 class EventType(StrEnum):
     READY = "ready"
@@ -110,7 +112,7 @@ class Payload:
             if f.metadata.get("extra"):
                 merged = value
             elif not (f.metadata.get("omit_none") and value is None):
-                data[f.name] = value
+                data[f.name] = clip(value) if isinstance(value, str) else value
         return {**data, **{k: v for k, v in merged.items() if k not in data}}
 
     def event(self, run_id: str | None = None, site_id: str = "default") -> Event:
@@ -342,7 +344,8 @@ class PlaybackEnd(Payload):
 @dataclass(frozen=True)
 class RunEnd(Payload):
     """A run ended, once. ``reason``: done, error, cancelled, barge-in, no-speech,
-    no-speech-timeout, wake-again, muted, end-of-stream, dropped (ASR overload), and for
+    no-speech-timeout, wake-again, muted, end-of-stream, dropped (ASR overload), shutdown
+    (still open when the daemon stopped), and for
     Wyoming requests not-detected, replaced, disconnected. ``latency_s``: speech end to the
     end of the answer (done runs that heard speech)."""
 

@@ -14,6 +14,7 @@ import re
 import socket
 import struct
 import sys
+import time
 from typing import Any, ClassVar
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
@@ -53,8 +54,12 @@ def fields(**values: Any) -> dict[str, dict[str, str]]:
     return {"journal_fields": {k.upper(): str(v) for k, v in values.items() if v is not None}}
 
 
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
 def setup_logging(level: str = "INFO") -> None:
-    level = os.environ.get("VOICED_LOG_LEVEL", level).upper()
+    asked = os.environ.get("VOICED_LOG_LEVEL", level).upper()
+    level = asked if asked in LEVELS else "INFO"
     handler: logging.Handler
     if under_journald():  # the journal stamps time and host itself
         handler = JournalHandler.if_reachable() or logging.StreamHandler(sys.stderr)
@@ -65,11 +70,47 @@ def setup_logging(level: str = "INFO") -> None:
         handler.setFormatter(
             logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
         )
+    handler.addFilter(RepeatLimit())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    if asked != level:
+        logging.getLogger("voiced").warning(
+            "VOICED_LOG_LEVEL=%s is not a level (%s); logging at INFO", asked, ", ".join(LEVELS)
+        )
     for noisy in ("httpx", "urllib3", "faster_whisper", "amqtt", "transitions"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+
+
+class RepeatLimit(logging.Filter):
+    """At most ``burst`` warnings or errors of one kind (logger, level, message template) per
+    ``window`` seconds; the next one after a quiet window says how many were left out. A flood
+    (a client hammering the server, a resource running out) can't fill the disk."""
+
+    def __init__(self, burst: int = 10, window: float = 60.0) -> None:
+        super().__init__()
+        self.burst, self.window = burst, window
+        self._seen: dict[tuple[str, int, str], list[float]] = {}  # [window start, count, left out]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        key = (record.name, record.levelno, str(record.msg)[:200])
+        now = time.monotonic()
+        seen = self._seen.get(key)
+        if seen is None or now - seen[0] > self.window:
+            left_out = int(seen[2]) if seen else 0
+            self._seen[key] = [now, 1, 0]
+            if len(self._seen) > 1000:  # many kinds: forget the oldest
+                del self._seen[next(iter(self._seen))]
+            if left_out:
+                record.msg = f"{record.msg} ({left_out} more like this were not logged)"
+            return True
+        seen[1] += 1
+        if seen[1] <= self.burst:
+            return True
+        seen[2] += 1
+        return False
 
 
 class JournalFormatter(logging.Formatter):

@@ -23,6 +23,7 @@ from voiced.config import Settings
 from voiced.context import RunContext
 from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
+from voiced.limits import Admission, CommandRefused, TextTooLong, check_say_text
 from voiced.plugins import PluginError, PluginHost, check_hooks
 from voiced.run import Phase, Run, StageFailed, StageTimeout, Utterance
 from voiced.segmenter import UtteranceSegmenter
@@ -31,6 +32,12 @@ from voiced.site_runs import SiteRuns
 from voiced.stages import Sink, Source
 
 log = logging.getLogger(__name__)
+
+REQUIRED_KINDS = ("source", "service")
+"""Stages the daemon is for: one that can't load or start fails the start (exit 1, the reason
+on stderr) instead of a healthy-looking daemon doing nothing. Others are optional: an intent,
+handler or sink that fails is an error event and the daemon runs on without it."""
+MUTED_REMEMBERED = 256  # freed satellite sites whose muted flag is kept for their return
 
 
 class StartupError(RuntimeError):
@@ -65,6 +72,8 @@ class Pipeline:
         self.dropped_utterances = 0
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
+        self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
+        self._says = Admission(settings.pipeline.max_commands_per_site, "say")
         self._built = False
 
     # -- app API for plugins -----------------------------------------------------------------
@@ -86,18 +95,49 @@ class Pipeline:
                 log.exception("event observer %s failed on %s", impl.plugin_name, event.type)
 
     def call_threadsafe(self, coro: Awaitable[Any]) -> None:
+        """Run a coroutine on the loop; its failure is logged and an error event, never an
+        unretrieved task exception."""
         assert self.loop is not None, "the pipeline is not running"
         if threading.get_ident() == self._loop_thread:
-            self._spawn(coro)
+            self._spawn(self._reported(coro))
         else:
-            self.loop.call_soon_threadsafe(self._spawn, coro)
+            self.loop.call_soon_threadsafe(self._spawn, self._reported(coro))
+
+    async def _reported(self, coro: Awaitable[Any]) -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except (CommandRefused, TextTooLong) as exc:
+            log.warning("%s", exc)
+            self.emit(error_event("command", str(exc), None, self.settings.site_id))
+        except Exception as exc:
+            log.exception("a task a plugin started failed")
+            self.emit(
+                error_event("command", f"{type(exc).__name__}: {exc}", None, self.settings.site_id)
+            )
 
     async def say(self, text: str, site_id: str | None = None) -> None:
+        """Speak at a known site, after the says already queued there (at most
+        ``pipeline.max_commands_per_site``); refused with ``CommandRefused`` or ``TextTooLong``."""
         if self.tts is None:
             raise RuntimeError("no tts stage is configured")
-        run = self.start_run(site_id or self.settings.site_id, "say", phase=Phase.SPEAKING)
-        task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
-        await asyncio.shield(task)
+        site_id = site_id or self.settings.site_id
+        if not self.knows_site(site_id):
+            raise CommandRefused(f"say: no site {site_id!r}; sites: {', '.join(self.site_ids())}")
+        check_say_text(text, self.settings.pipeline.max_say_chars)
+        async with self._says.admit(site_id):
+            run = self.start_run(site_id, "say", phase=Phase.SPEAKING)
+            task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
+            await asyncio.shield(task)
+
+    def knows_site(self, site_id: str) -> bool:
+        """The daemon's own site, a site with audio (a source, a satellite), or one that had
+        runs of its own (a Wyoming client's requests)."""
+        return site_id in (self.settings.site_id, *self.sites, *self._siteless)
+
+    def site_ids(self) -> list[str]:
+        return sorted({self.settings.site_id, *self.sites})
 
     async def listen(self, site_id: str | None = None) -> None:
         site = self._site(site_id)
@@ -109,6 +149,7 @@ class Pipeline:
             site.set_muted(muted)
         if not site_id:  # every site: new sites start that way too (runtime state, not config)
             self.muted_default = muted
+            self._muted_sites.clear()
 
     def cancel(self, site_id: str | None = None) -> None:
         targets = [self._site(site_id)] if site_id else list(self.sites.values())
@@ -174,8 +215,29 @@ class Pipeline:
     async def attach_site(self, source: Source, sinks: list[Sink] | None = None) -> None:
         """Make ``source`` a site and feed it in a task of the daemon's own."""
         site = await self._new_site(source.site_id, sinks, getattr(source, "hears_playback", True))
-        task = asyncio.create_task(self._feed(site, source), name=f"site:{source.site_id}")
+        task = asyncio.create_task(self._feed_then_free(site, source), name=f"site:{site.site_id}")
         self._feeds[source.site_id] = task
+
+    async def _feed_then_free(self, site: Site, source: Source) -> None:
+        """Feed an attached site; once its source ends, free its wake/VAD stages (a satellite
+        that reconnects gets fresh ones; only a muted flag is remembered)."""
+        try:
+            await self._feed(site, source)
+        finally:
+            if self.sites.get(site.site_id) is site and self.accepting:
+                del self.sites[site.site_id]
+                self._remember_muted(site.site_id, site.muted)
+                for run in list(site.runs.values()):  # runs still answering keep their events
+                    self.site_runs(site.site_id).adopt(run)
+                stages = [site.segmenter.vad, *site.wakes]
+                await self.in_thread(_close_all, stages)
+
+    def _remember_muted(self, site_id: str, muted: bool) -> None:
+        self._muted_sites.pop(site_id, None)
+        if muted != self.muted_default:
+            self._muted_sites[site_id] = muted
+            while len(self._muted_sites) > MUTED_REMEMBERED:
+                del self._muted_sites[next(iter(self._muted_sites))]
 
     async def detach_site(self, site_id: str, timeout: float = 10.0) -> None:
         task = self._feeds.pop(site_id, None)
@@ -211,9 +273,11 @@ class Pipeline:
         self.sources = [make("source", name) for name in p.source] if wanted("source") else []
         self.sinks = [make("sink", name) for name in p.sink] if wanted("sink") else []
         if wanted("asr"):
-            self.asr = EngineChain("asr", [(n, make("asr", n)) for n in p.asr], self.emit)
+            engines = [(n, make("asr", n)) for n in p.asr]
+            self.asr = EngineChain("asr", engines, self.emit, site_id=self.settings.site_id)
         if wanted("tts"):
-            self.tts = EngineChain("tts", [(n, make("tts", n)) for n in p.tts], self.emit)
+            engines = [(n, make("tts", n)) for n in p.tts]
+            self.tts = EngineChain("tts", engines, self.emit, site_id=self.settings.site_id)
         for kind, names in (("intent", p.intent), ("handler", p.handler), ("service", p.service)):
             for name in names if wanted(kind) else []:
                 self.components[(kind, name)] = make(kind, name)
@@ -263,11 +327,12 @@ class Pipeline:
                 asr=[n for n, _ in self.asr.loaded] if self.asr else [],
                 tts=[n for n, _ in self.tts.loaded] if self.tts else [],
                 sources=[s.stage_name for s in self.sources],
-            ).event()
+            ).event(None, self.settings.site_id)
         )
 
     async def _load_optional(self, kind: str, name: str, stage: Any) -> bool:
-        """Load a stage the daemon can run without; a failure is an error event, not a crash."""
+        """Load a stage the daemon can run without; a failure is an error event, not a crash.
+        A required one (``REQUIRED_KINDS``) that fails stops the start with ``StartupError``."""
         try:
             await self.in_thread(stage.load)
         except Exception as exc:
@@ -276,6 +341,8 @@ class Pipeline:
         return True
 
     def _optional_failed(self, kind: str, name: str, exc: Exception, phase: str) -> None:
+        if kind in REQUIRED_KINDS:  # a daemon without it would report READY and do nothing
+            raise StartupError(f"{kind} {name} failed to {phase}: {exc}") from None
         message = (
             f"{kind} {name} failed to {phase}, running without it: {type(exc).__name__}: {exc}"
         )
@@ -366,7 +433,7 @@ class Pipeline:
             sinks,
             claim_wake=self.arbiter.claim if self.arbiter.config.enabled else None,
             hears_playback=hears_playback,
-            muted=self.muted_default,
+            muted=self._muted_sites.pop(site_id, self.muted_default),
         )
         self.sites[site_id] = site
         siteless = self._siteless.pop(site_id, None)
@@ -495,7 +562,8 @@ class Pipeline:
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
-        self.emit(ev.Shutdown(self.dropped_utterances).event())
+        self._end_open_runs()
+        self.emit(ev.Shutdown(self.dropped_utterances).event(None, self.settings.site_id))
         for component in reversed(list(self.components.values())):
             if hasattr(component, "stop"):
                 try:
@@ -507,6 +575,13 @@ class Pipeline:
             self.pm.unregister(component)
         self._registered.clear()
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+    def _end_open_runs(self) -> None:
+        """Runs still open (a Wyoming request, a listening site) end ``shutdown`` now, while
+        the observers still run: no retained ``listening``/``thinking`` after ``offline``."""
+        for runs in [*self.sites.values(), *self._siteless.values()]:
+            for run in list(runs.runs.values()):
+                run.end("shutdown")
 
     def close(self) -> None:
         stages = [*self.sources, *self.sinks, *self.components.values()]
@@ -551,3 +626,11 @@ class Pipeline:
         if site_id not in self.sites:
             raise KeyError(f"no site {site_id!r}; sites: {', '.join(self.sites) or 'none'}")
         return self.sites[site_id]
+
+
+def _close_all(stages: list[Any]) -> None:
+    for stage in stages:
+        try:
+            stage.close()
+        except Exception as exc:
+            log.warning("closing %s failed: %s", type(stage).__name__, exc)

@@ -138,6 +138,13 @@ def load_plugins(disabled: Iterable[str] = (), extra: Iterable[tuple[str, Any]] 
             continue
         if pm.get_plugin(ep.name) is None:
             pm.register(module, name=ep.name)
+    known = {normalize_name(info.name) for info in infos}
+    for name in sorted(blocked - known):
+        log.warning(
+            "plugins.disabled names %r, which is no installed plugin (installed: %s)",
+            name,
+            ", ".join(sorted(known)),
+        )
     for name, obj in extra:
         infos.append(PluginInfo(name, type(obj).__module__, "(in process)", "", False))
         pm.register(obj, name=name)

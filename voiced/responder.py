@@ -26,7 +26,7 @@ async def speak(
     in_thread: Callable[..., Awaitable[Any]],
 ) -> None:
     """Synthesize ``text`` and stream it to every sink; emits tts-start/-audio/-end events."""
-    sentences = split_sentences(text)
+    sentences = await in_thread(split_sentences, text)  # long text: CPU work off the loop
     if not sentences:
         return
     run, site = context.run_id, context.site_id

@@ -47,11 +47,15 @@ __all__ = [
 ]
 
 
+DEFAULT_HOME = "home.yaml"
+EXAMPLE_HOME = Path(__file__).with_name("example_home.yaml")  # config/home.yaml, as shipped
+
+
 class HassilOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     language: str = "en"
     home: str = Field(
-        "home.yaml",
+        DEFAULT_HOME,
         description="home file (floors/areas/entities); relative paths are looked up next to "
         "the config file, then in the working directory and its config/ folder; '' for none",
     )
@@ -223,7 +227,15 @@ class HassilIntent:
     def _load_home(self) -> Home:
         if not self.options.home:
             return Home()
-        return load_home(self._resolve(self.options.home, must_exist=True))
+        try:
+            path = self._resolve(self.options.home, must_exist=True)
+        except HomeError:
+            if self.options.home != DEFAULT_HOME:
+                raise
+            # no config anywhere (a bare install): the example home, so commands still work
+            path = EXAMPLE_HOME
+            log.warning("hassil: no %s found; using the example home %s", DEFAULT_HOME, path)
+        return load_home(path)
 
     def _language_data(self) -> dict[str, Any]:
         self.sentence_files = []

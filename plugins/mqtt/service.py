@@ -25,6 +25,7 @@ from typing import Any
 
 from voiced.api.events import Event, error_event
 from voiced.api.hooks import hookimpl
+from voiced.api.text import CommandRefused, TextTooLong
 
 from .broker import EmbeddedBroker, PortBusy
 from .client import MqttClient, Will, rc_ok
@@ -369,6 +370,10 @@ class MqttService:
             return
         level, command = parsed
         site_id = self._site_of_level(level)
+        if self.app is not None and not self.app.knows_site(site_id):
+            # reported at the daemon's own site: an unknown one gets no topics of its own
+            self._bad_command(topic, f"no site {site_id!r} here", self.site_id)
+            return
         try:
             self._command(site_id, command, payload)
         except BadCommand as exc:
@@ -422,6 +427,11 @@ class MqttService:
                 await coro
             except asyncio.CancelledError:
                 raise
+            except (CommandRefused, TextTooLong, KeyError) as exc:  # refused, not broken
+                log.warning("MQTT command %s refused: %s", what, exc)
+                known = site_id is not None and self.app.knows_site(site_id)
+                where = site_id if known else self.site_id
+                self._emit(error_event("mqtt", f"command {what} refused: {exc}", site_id=where))
             except Exception as exc:
                 log.exception("MQTT command %s failed", what)
                 self._emit(

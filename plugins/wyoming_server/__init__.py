@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from voiced_plugins.wyoming_server.info import describe
 from voiced_plugins.wyoming_server.satellite import SatelliteSink
-from voiced_plugins.wyoming_server.session import Session
+from voiced_plugins.wyoming_server.session import RequestError, Session
 from wyoming.asr import Transcript as WyTranscript
 from wyoming.error import Error
 from wyoming.info import Info
@@ -65,6 +65,27 @@ class WyomingOptions(BaseModel):
     satellites: list[SatelliteTarget] = []
     samples_per_chunk: int = Field(
         1024, ge=64, le=65536, description="audio samples per audio-chunk sent"
+    )
+    max_connections: int = Field(
+        64, ge=1, le=10_000, description="open connections; more are answered with an error"
+    )
+    max_satellites: int = Field(
+        32, ge=1, le=1000, description="satellite sites at once (each has its own wake/VAD)"
+    )
+    idle_seconds: float = Field(
+        120.0,
+        gt=0,
+        description="a connection that is not a satellite and sends nothing for "
+        "this long is closed",
+    )
+    read_seconds: float = Field(
+        10.0, gt=0, description="time for the rest of an event once its header began"
+    )
+    max_event_bytes: int = Field(
+        1 << 20,
+        ge=4096,
+        le=64 << 20,
+        description="data + payload one event may declare (checked from its header)",
     )
 
     @field_validator("uri")
@@ -112,6 +133,7 @@ class WyomingService:
         self._server: AsyncServer | None = None
         self._dialers: list[asyncio.Task[None]] = []
         self.address: tuple[str, int] | None = None
+        self._refused = 0  # connections refused over max_connections
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -193,7 +215,13 @@ class WyomingService:
             stage.close()
 
     def attach(self, session: Session, name: str | None) -> str:
-        """Give a satellite connection its site id (unique among live satellites)."""
+        """Give a satellite connection its site id (unique among live satellites); raises
+        ``RequestError`` past ``max_satellites``."""
+        if len(self.satellites) >= self.options.max_satellites:
+            raise RequestError(
+                f"{len(self.satellites)} satellites are connected, the limit (max_satellites)",
+                "too-many-satellites",
+            )
         base = name or f"satellite-{session.peer.rsplit('-', 1)[0]}"
         site_id = base
         if site_id in self.satellites and self.satellites[site_id] is not session:
@@ -208,6 +236,7 @@ class WyomingService:
             del self.satellites[site_id]
             sink = self._sinks.get(site_id)
             if sink is not None and sink.session is session:
+                del self._sinks[site_id]  # a satellite that comes back gets a new one
                 sink.session = None
 
     def sink_for(self, site_id: str) -> SatelliteSink:
@@ -227,6 +256,16 @@ class WyomingService:
     # -- internals -------------------------------------------------------------------------
 
     def _new_session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Session:
+        if len(self.sessions) >= self.options.max_connections:
+            self._refused += 1
+            if self._refused in (1, 10) or self._refused % 1000 == 0:  # no log flood
+                log.warning(
+                    "wyoming: %d connection(s) refused so far: %d open, the limit "
+                    "(max_connections)",
+                    self._refused,
+                    len(self.sessions),
+                )
+            return Session(reader, writer, self, refuse="too many connections (max_connections)")
         _keepalive(writer)
         session = Session(reader, writer, self)
         self.sessions.add(session)
@@ -255,6 +294,7 @@ class WyomingService:
             _keepalive(writer)
             session = Session(reader, writer, self)
             session.satellite_name = target.site_id
+            session.dialed = True
             self.sessions.add(session)
             log.info("wyoming: connected to satellite %s", target.uri)
             try:

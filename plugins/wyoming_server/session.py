@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from voiced_plugins.wyoming_server.conversation import PEER_EXECUTES, intent_event, transcript_reply
+from voiced_plugins.wyoming_server.reading import IdleTimeout, ProtocolError, ReadLimits, read_event
 from voiced_plugins.wyoming_server.satellite import SatelliteSource, peer_name
 from wyoming.asr import Transcribe
 from wyoming.asr import Transcript as WyTranscript
@@ -45,7 +46,7 @@ from voiced.api.audio import (
 )
 from voiced.api.events import error_event
 from voiced.api.intents import Intent, Transcript
-from voiced.api.text import split_sentences
+from voiced.api.text import TextTooLong, check_say_text, split_sentences
 
 if TYPE_CHECKING:
     from voiced_plugins.wyoming_server import WyomingService
@@ -73,8 +74,11 @@ class Session(AsyncEventHandler):
         writer: asyncio.StreamWriter,
         service: WyomingService,
         site_id: str | None = None,
+        refuse: str | None = None,
     ) -> None:
         super().__init__(reader, writer)
+        self.refuse = refuse  # why this connection is answered with an error and closed
+        self.dialed = False  # voiced connected to this satellite server itself
         self.service = service
         self.app = service.app
         self.peer = peer_name(writer)
@@ -132,11 +136,39 @@ class Session(AsyncEventHandler):
     # -- reading ---------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Serve until the peer leaves; a peer that vanishes (reset, timeout) is no error."""
+        """Serve until the peer leaves; a peer that vanishes (reset, timeout) is no error.
+        A header voiced can't read is answered with an ``error`` event, then the connection
+        closes; so does one idle past ``idle_seconds`` (a satellite may stay quiet)."""
+        if self.refuse is not None:
+            await self._error(self.refuse, "refused")
+            self.closed = True
+            self.writer.close()
+            return
+        options = self.service.options
         try:
-            await super().run()
+            while not self.closed:
+                satellite = self.dialed or self.source is not None or bool(self.satellite_name)
+                limits = ReadLimits(
+                    None if satellite else options.idle_seconds,  # a satellite may stay quiet
+                    options.read_seconds,
+                    options.max_event_bytes,
+                )
+                try:
+                    event = await read_event(self.reader, limits)
+                except ProtocolError as exc:
+                    log.warning("[%s] wyoming peer %s: %s", self.site_id, self.peer, exc)
+                    await self._error(str(exc), "protocol")
+                    break
+                except IdleTimeout as exc:
+                    log.info("[%s] wyoming peer %s closed: %s", self.site_id, self.peer, exc)
+                    break
+                if event is None or not await self.handle_event(event):
+                    break
         except (ConnectionError, OSError, TimeoutError) as exc:
             log.info("[%s] wyoming peer %s went away: %s", self.site_id, self.peer, exc)
+        finally:
+            await self.disconnect()
+            self.writer.close()
 
     async def handle_event(self, event: WyEvent) -> bool:
         try:
@@ -291,18 +323,33 @@ class Session(AsyncEventHandler):
                 if "satellite" not in self.service.services:
                     return
                 await self._start_satellite(None)
-            if self.source is not None and self.app.accepting:
-                self.source.feed(chunk.audio, fmt)  # not while the daemon shuts down
+            if self.source is not None and self.app.accepting:  # not while shutting down
+                try:
+                    self.source.feed(chunk.audio, fmt)
+                except AudioFormatError as exc:
+                    raise RequestError(f"audio-chunk: {exc}", "audio-format") from None
             return
+        try:
+            await self._on_request_chunk(chunk, fmt)
+        except AudioFormatError as exc:
+            self._request = None
+            self._audio.clear()
+            raise RequestError(f"audio-chunk: {exc}", "audio-format") from None
+
+    async def _on_request_chunk(self, chunk: WyomingChunk, fmt: AudioFormat) -> None:
         if self._converter is None or self._converter.format != fmt:
             self._converter = StreamConverter(fmt)
-        pcm = self._converter.convert(chunk.audio)
         if self._request == "transcribe":
-            if len(self._audio) + len(pcm) > MAX_REQUEST_SECONDS * PCM_BYTES_PER_SECOND:
+            seconds = len(self._audio) / PCM_BYTES_PER_SECOND
+            seconds += len(chunk.audio) / fmt.bytes_per_second
+            if seconds > MAX_REQUEST_SECONDS:  # checked before converting it
                 self._request = None
+                self._audio.clear()
                 raise RequestError(
                     f"transcribe: more than {MAX_REQUEST_SECONDS:g} s of audio", "too-long"
                 )
+        pcm = self._converter.convert(chunk.audio)
+        if self._request == "transcribe":
             self._audio += pcm
         elif self._request == "detect" and not self._detected:
             await self._detect(AudioChunk(pcm), chunk.timestamp)
@@ -356,9 +403,19 @@ class Session(AsyncEventHandler):
 
     # -- speech synthesis --------------------------------------------------------------------
 
+    def _check_text(self, text: str) -> None:
+        try:
+            check_say_text(text, self.app.settings.pipeline.max_say_chars, "synthesize")
+        except TextTooLong as exc:
+            raise RequestError(str(exc), "too-long") from None
+
+    async def _split(self, text: str) -> list[str]:
+        return await self.app.in_thread(split_sentences, text)  # long text: off the loop
+
     async def _synthesize(self, text: str) -> None:
+        self._check_text(text)
         async with self._request_run("wyoming-synthesize", Phase.SPEAKING) as run:
-            started = await self._speak_sentences(run, split_sentences(text), None, last=True)
+            started = await self._speak_sentences(run, await self._split(text), None, last=True)
             await self.send(AudioStop().event())
         if started is None:
             log.info("[%s] synthesize: nothing to say in %r", self.site_id, text)
@@ -366,8 +423,14 @@ class Session(AsyncEventHandler):
     async def _synthesize_chunk(self, text: str) -> None:
         if self._stream_text is None or self._run is None:
             raise RequestError("synthesize-chunk without synthesize-start", "synthesize")
+        try:
+            self._check_text(self._stream_text + text)
+        except RequestError:
+            self._stream_text = None
+            self._close_run("error")
+            raise
         self._stream_text += text
-        sentences = split_sentences(self._stream_text)
+        sentences = await self._split(self._stream_text)
         if len(sentences) > 1:  # the last one may still grow
             done, rest = sentences[:-1], sentences[-1]
             self._stream_started = await self._speak_sentences(
@@ -381,7 +444,7 @@ class Session(AsyncEventHandler):
         rest, self._stream_text = self._stream_text, None
         try:
             await self._speak_sentences(
-                self._run, split_sentences(rest), self._stream_started, last=True
+                self._run, await self._split(rest), self._stream_started, last=True
             )
         except Exception:
             self._close_run("error")

@@ -5,6 +5,7 @@ Public API for plugins: names here stay stable; the module behind them may move.
 
 from __future__ import annotations
 
+from voiced.limits import CommandRefused, TextTooLong, check_say_text, clip
 from voiced.redact import redact_urls, split_credentials
 from voiced.sentences import (
     MIN_MAX_CHARS,
@@ -14,6 +15,10 @@ from voiced.sentences import (
 
 __all__ = [
     "MIN_MAX_CHARS",
+    "CommandRefused",
+    "TextTooLong",
+    "check_say_text",
+    "clip",
     "iter_sentences",
     "redact_urls",
     "split_credentials",

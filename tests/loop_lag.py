@@ -1,0 +1,62 @@
+"""A loop-lag monitor for tests: which loop callback held the event loop, and for how long.
+
+Every callback the loop runs (task steps included) is timed: the loop thread's CPU time, which
+other processes on a busy test machine can't inflate, and its wall time. ``check()`` fails when
+a callback did more than ``cpu_limit`` of work on the loop (CPU-heavy work belongs in a thread)
+or held it more than ``wall_limit`` in all (a blocking call).
+"""
+
+from __future__ import annotations
+
+import asyncio.events
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LoopLag:
+    cpu_limit: float = 0.1
+    wall_limit: float = 1.0
+    worst_cpu: tuple[float, str] = (0.0, "")
+    worst_wall: tuple[float, str] = (0.0, "")
+    callbacks: int = 0
+    _thread: int | None = field(default=None, repr=False)
+
+    def record(self, handle: asyncio.events.Handle, cpu: float, wall: float) -> None:
+        self.callbacks += 1
+        if cpu > self.worst_cpu[0]:
+            self.worst_cpu = (cpu, repr(handle)[:300])
+        if wall > self.worst_wall[0]:
+            self.worst_wall = (wall, repr(handle)[:300])
+
+    def check(self) -> None:
+        assert self.callbacks, "the monitor saw no loop callbacks"
+        cpu, where = self.worst_cpu
+        assert cpu <= self.cpu_limit, f"a loop callback worked {cpu:.3f} s on the loop: {where}"
+        wall, where = self.worst_wall
+        assert wall <= self.wall_limit, f"a loop callback held the loop {wall:.3f} s: {where}"
+
+
+@contextlib.contextmanager
+def loop_lag(cpu_limit: float = 0.1, wall_limit: float = 1.0) -> Iterator[LoopLag]:
+    """Time every callback of the loop running on this thread while the block runs."""
+    monitor = LoopLag(cpu_limit, wall_limit, _thread=threading.get_ident())
+    original = asyncio.events.Handle._run
+
+    def timed(handle: asyncio.events.Handle) -> None:
+        if threading.get_ident() != monitor._thread:
+            return original(handle)
+        cpu, wall = time.thread_time(), time.perf_counter()
+        try:
+            return original(handle)
+        finally:
+            monitor.record(handle, time.thread_time() - cpu, time.perf_counter() - wall)
+
+    asyncio.events.Handle._run = timed  # type: ignore[method-assign]
+    try:
+        yield monitor
+    finally:
+        asyncio.events.Handle._run = original  # type: ignore[method-assign]

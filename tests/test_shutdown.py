@@ -1,0 +1,59 @@
+"""Stopping mid-request: every open run gets its ``run-end`` before the daemon says
+``shutdown``, so the retained state on the broker is ``idle`` after ``offline``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from pipeline_helpers import EventRecorder, overrides
+from wyoming.client import AsyncTcpClient
+from wyoming.tts import SynthesizeStart
+
+from voiced.daemon import prepare
+from voiced.pipeline import Pipeline
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+async def test_a_request_open_at_stop_ends_and_the_retained_state_is_idle(mosquitto, mqtt_recorder):
+    recorder = EventRecorder()
+    settings, host = prepare(
+        REPO / "tests" / "empty.toml",
+        overrides(
+            site_id="kitchen",
+            pipeline={"source": [], "service": ["wyoming", "mqtt"]},
+            stages={
+                "service": {
+                    "wyoming": {"uri": "tcp://127.0.0.1:0"},
+                    "mqtt": {"url": mosquitto.url},
+                }
+            },
+        ),
+        [("recorder", recorder)],
+    )
+    pipeline = Pipeline(settings, host)
+    await pipeline.start()
+    watcher = mqtt_recorder("voiced/#")
+    client = AsyncTcpClient(*pipeline.stage("service", "wyoming").address)
+    try:
+        await client.connect()
+        await client.write_event(SynthesizeStart().event())  # a run is open: speaking
+        for _ in range(200):
+            if recorder.of("run-start"):
+                break
+            await asyncio.sleep(0.05)
+        site = recorder.of("run-start")[0].site_id
+    finally:
+        await pipeline.stop(grace=1.0)
+        await client.disconnect()
+    types = [e.type for e in recorder.events]
+    assert types.index("run-end") < types.index("shutdown"), types
+    assert recorder.of("run-end")[0].data["reason"] == "shutdown"
+    assert recorder.of("shutdown")[0].site_id == "kitchen"
+    await watcher.until(lambda ms: ms[-1][:2] == ("voiced/status", b"offline"))
+    states = watcher.payloads(f"voiced/{site}/state")
+    assert states and states[-1] == b"idle", states
