@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import wave
 
 import numpy as np
@@ -114,6 +115,19 @@ def test_stream_converter_matches_whole_file_conversion():
     streamed = b"".join(pieces) + converter.convert(b"", last=True)
     assert abs(len(streamed) - len(whole)) <= 4
     assert dominant_frequency(streamed) == pytest.approx(1000, abs=2)
+
+
+@pytest.mark.parametrize("fmt", [AudioFormat(16000, 2, 1), AudioFormat(48000, 2, 2)])
+def test_chunks_that_split_a_frame_lose_no_sample(fmt):
+    # Home Assistant streams HTTP body chunks as they come: any length, not whole frames
+    pcm = (np.stack([sine(440, 0.5, fmt.rate)] * fmt.channels, axis=1) * 20000).astype("<i2")
+    data = pcm.tobytes()
+    whole = StreamConverter(fmt)
+    expected = whole.convert(data) + whole.convert(b"", last=True)
+    split = StreamConverter(fmt)
+    cuts = [0, 1, 1001, 1002, 4097, 9999, len(data)]
+    pieces = [split.convert(data[a:b]) for a, b in itertools.pairwise(cuts)]
+    assert b"".join(pieces) + split.convert(b"", last=True) == expected
 
 
 def test_unusable_format_is_rejected():

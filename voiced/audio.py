@@ -115,6 +115,7 @@ class StreamConverter:
             )
         self.format = fmt
         self.target = target
+        self._partial = b""  # the start of a frame split across chunks
         self._resampler = None
         if fmt.rate != target.rate:
             import soxr
@@ -122,14 +123,17 @@ class StreamConverter:
             self._resampler = soxr.ResampleStream(fmt.rate, target.rate, 1, dtype="float32")
 
     def convert(self, pcm: bytes, last: bool = False) -> bytes:
+        """Convert the next bytes of the stream. A chunk may end inside a frame (Home
+        Assistant streams HTTP body chunks as they come): the part frame waits for the next
+        chunk; at the end of the stream (``last``) an incomplete frame is dropped."""
         frame = self.format.width * self.format.channels
-        if len(pcm) % frame:
-            raise AudioFormatError(
-                f"{len(pcm)} bytes of audio are not whole {frame}-byte frames ({self.format})"
-            )
+        data = self._partial + pcm if self._partial else pcm
+        usable = len(data) - len(data) % frame
+        self._partial = b"" if last else data[usable:]
+        data = data[:usable]
         if self.format == self.target:
-            return pcm
-        return self.convert_float(pcm_to_float(pcm, self.format), last)
+            return data
+        return self.convert_float(pcm_to_float(data, self.format), last)
 
     def convert_float(self, samples: np.ndarray, last: bool = False) -> bytes:
         """float (frames, channels) at the source rate -> target PCM."""
