@@ -455,7 +455,9 @@ class Pipeline:
         """Queue an utterance for ASR, applying the overload policy when the queue is full.
 
         Audio that can wait (a file, a pipe) is always held back instead: it must never lose
-        speech to a policy meant for a microphone that cannot stop talking.
+        speech to a policy meant for a microphone that cannot stop talking. (A live utterance
+        that overflows may still drop the oldest queued one whatever its source: a file and a
+        microphone read at once is the one case left.)
         """
         assert self.queue is not None
         policy = self.settings.pipeline.overload_policy
