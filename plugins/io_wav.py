@@ -58,6 +58,7 @@ class FileSource:
         self.site_id = options.site_id or (app.settings.site_id if app else "default")
         self.finite = not options.loop
         self.hears_playback = options.hears_playback
+        self.live = options.realtime  # read as fast as it goes, a file waits for the pipeline
         self.path = bundled_sample() if options.path == "bundled:sample" else Path(options.path)
 
     def load(self) -> None:
@@ -124,6 +125,7 @@ class StdinSource:
 
     finite = True
     hears_playback = False
+    live = False  # a pipe waits: a full pipeline holds the writer back
 
     def __init__(self, options: StdinSourceOptions, app: Any = None, stream: Any = None) -> None:
         self.options = options

@@ -148,18 +148,27 @@ class SlowAsr:
     def load(self) -> None:
         self.engine.load()
 
+    delay = 1.5
+
     def transcribe(self, audio: bytes, language: str | None = None):
-        time.sleep(1.5)
+        time.sleep(self.delay)
         return self.engine.transcribe(audio, language)
 
     def close(self) -> None:
         self.engine.close()
 
 
+class SlowerAsr(SlowAsr):
+    """Slower than a person speaking one command every ~2.4 s: a live source overflows."""
+
+    delay = 4.0
+
+
 class SlowStages:
     @hookimpl
     def voiced_register_stages(self, register):
         register("asr", "slow-whisper", SlowAsr)
+        register("asr", "slower-whisper", SlowerAsr)
 
 
 @pytest.fixture(scope="module")
@@ -174,11 +183,15 @@ def four_commands(tmp_path_factory) -> Path:
     )
 
 
-async def test_when_asr_falls_behind_the_oldest_utterance_is_dropped_with_an_error(four_commands):
+async def test_when_asr_falls_behind_a_live_source_the_oldest_utterance_is_dropped_with_an_error(
+    four_commands,
+):
+    # paced in real time, the file is a microphone: the speaker cannot be asked to wait
+    live_file = {"path": str(four_commands), "realtime": True}
     _, events = await run_pipeline(
         overrides(
-            pipeline={"asr": ["slow-whisper"], "asr_queue_size": 1, "tts": ["piper"]},
-            stages={"source": {"file": {"path": str(four_commands)}}},
+            pipeline={"asr": ["slower-whisper"], "asr_queue_size": 1, "tts": ["piper"]},
+            stages={"source": {"file": live_file}},
         ),
         [("slow", SlowStages())],
     )
@@ -189,6 +202,19 @@ async def test_when_asr_falls_behind_the_oldest_utterance_is_dropped_with_an_err
     assert len(ends) == 4  # every utterance ends one way or the other: none lost silently
     assert sum(1 for r in ends.values() if r == "dropped") == len(dropped)
     assert len(events.of("transcript")) == 4 - len(dropped)
+
+
+async def test_a_file_read_as_fast_as_it_goes_waits_for_asr_and_loses_nothing(four_commands):
+    _, events = await run_pipeline(
+        overrides(
+            pipeline={"asr": ["slow-whisper"], "asr_queue_size": 1, "tts": ["piper"]},
+            stages={"source": {"file": {"path": str(four_commands)}}},
+        ),
+        [("slow", SlowStages())],
+    )  # the default policy, drop-oldest, is for audio that cannot wait
+    assert not [e for e in events.of("error") if e.data["stage"] == "asr-queue"]
+    assert len(events.of("transcript")) == 4
+    assert {e.data["reason"] for e in events.of("run-end")} == {"done"}
 
 
 async def test_the_block_policy_holds_the_source_back_and_loses_nothing(four_commands):

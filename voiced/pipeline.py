@@ -70,6 +70,7 @@ class Pipeline:
         self._registered: list[Any] = []
         self.accepting = True
         self.dropped_utterances = 0
+        self._waiting_sites: set[str] = set()  # sites whose audio can wait (files, pipes)
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
@@ -215,6 +216,7 @@ class Pipeline:
     async def attach_site(self, source: Source, sinks: list[Sink] | None = None) -> None:
         """Make ``source`` a site and feed it in a task of the daemon's own."""
         site = await self._new_site(source.site_id, sinks, getattr(source, "hears_playback", True))
+        self._note_pace(source)
         task = asyncio.create_task(self._feed_then_free(site, source), name=f"site:{site.site_id}")
         self._feeds[source.site_id] = task
 
@@ -394,6 +396,7 @@ class Pipeline:
     async def run_site(self, source: Source, sinks: list[Sink] | None = None) -> None:
         """Feed one source through its own wake/VAD; returns when the source ends."""
         site = await self._new_site(source.site_id, sinks, getattr(source, "hears_playback", True))
+        self._note_pace(source)
         await self._feed(site, source)
 
     async def _feed(self, site: Site, source: Source) -> None:
@@ -441,10 +444,25 @@ class Pipeline:
             site.adopt(run)  # runs that began before the site had audio
         return site
 
+    def _note_pace(self, source: Source) -> None:
+        """Remember whether a site's audio can wait (a file, a pipe) or not (a microphone)."""
+        if getattr(source, "live", True):
+            self._waiting_sites.discard(source.site_id)
+        else:
+            self._waiting_sites.add(source.site_id)
+
     async def _submit(self, utterance: Utterance) -> None:
-        """Queue an utterance for ASR, applying the overload policy when the queue is full."""
+        """Queue an utterance for ASR, applying the overload policy when the queue is full.
+
+        Audio that can wait (a file, a pipe) is always held back instead: it must never lose
+        speech to a policy meant for a microphone that cannot stop talking. (A live utterance
+        that overflows may still drop the oldest queued one whatever its source: a file and a
+        microphone read at once is the one case left.)
+        """
         assert self.queue is not None
-        if self.queue.full() and self.settings.pipeline.overload_policy == "drop-oldest":
+        policy = self.settings.pipeline.overload_policy
+        waits = utterance.run.site_id in self._waiting_sites
+        if self.queue.full() and policy == "drop-oldest" and not waits:
             dropped = self.queue.get_nowait()
             self.queue.task_done()
             self.dropped_utterances += 1

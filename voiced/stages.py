@@ -39,6 +39,11 @@ class Source(Stage, Protocol):
     hears_playback: bool
     """True for a microphone beside the speaker (our answers come back through it): VAD pauses
     while speaking unless barge-in is by speech. Optional; True when absent."""
+    live: bool
+    """True for audio that will not wait (a microphone, a satellite, a file paced in real
+    time): when ASR falls behind, ``overload_policy`` applies to it. False for audio that can
+    wait (a file read as fast as it goes, a pipe): it is held back and never loses an
+    utterance. Optional; True when absent."""
 
     def chunks(self) -> AsyncIterator[AudioChunk]:
         """Audio in the pipeline format, at the pace it arrives; ends when the source ends."""
