@@ -24,7 +24,7 @@ from voiced.context import RunContext
 from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.plugins import PluginError, PluginHost, check_hooks
-from voiced.run import Phase, Run, StageFailed, StageTimeout, Utterance
+from voiced.run import Phase, Run, Speculation, StageFailed, StageTimeout, Utterance
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
@@ -63,6 +63,9 @@ class Pipeline:
         self._registered: list[Any] = []
         self.accepting = True
         self.dropped_utterances = 0
+        self._asr_busy = 0  # committed utterances an ASR worker is transcribing now
+        self._speculating = 0  # speculative transcripts in flight (early commit)
+        self.speculations_dropped = 0  # pauses not speculated on: ASR had committed work
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._built = False
@@ -367,6 +370,8 @@ class Pipeline:
             claim_wake=self.arbiter.claim if self.arbiter.config.enabled else None,
             hears_playback=hears_playback,
             muted=self.muted_default,
+            speculate=self._speculate,
+            commit_early=self._commit_early,
         )
         self.sites[site_id] = site
         siteless = self._siteless.pop(site_id, None)
@@ -404,12 +409,42 @@ class Pipeline:
         assert self.queue is not None and self.asr is not None
         while True:
             utterance = await self.queue.get()
+            self._asr_busy += 1
             try:
                 await self._transcribe(utterance)
             except Exception:
                 log.exception("ASR worker failed")
             finally:
+                self._asr_busy -= 1
                 self.queue.task_done()
+
+    async def _speculate(self, run: Run, audio: bytes) -> Speculation | None:
+        """A speculative transcript of the utterance so far, or None.
+
+        Committed work comes first: it runs only when the ASR queue is empty and a worker's
+        worth of room is free (``pipeline.asr_workers`` bounds committed and speculative
+        passes together); otherwise the pause is dropped, and the normal endpoint decides.
+        """
+        assert self.queue is not None
+        workers = self.settings.pipeline.asr_workers
+        if self.asr is None or not self.queue.empty():
+            self.speculations_dropped += 1
+            return None
+        if self._asr_busy + self._speculating >= workers:
+            self.speculations_dropped += 1
+            return None
+        self._speculating += 1
+        try:
+            return await run.speculate(audio)
+        except Exception as exc:  # a failed guess costs nothing: the normal pass follows
+            log.info("[%s] speculative transcript failed: %s", run.site_id, exc)
+            return None
+        finally:
+            self._speculating -= 1
+
+    def _commit_early(self, run: Run, speculation: Speculation) -> None:
+        """Answer a run from its speculative pass (the site ended its utterance early)."""
+        run.answer_in(self._spawn(self._respond(run, speculation.transcript, speculation)))
 
     async def _transcribe(self, utterance: Utterance) -> None:
         """ASR for one queued utterance; a site's utterance then gets its answer."""
@@ -434,10 +469,19 @@ class Pipeline:
             return
         run.answer_in(self._spawn(self._respond(run, transcript)))
 
-    async def _respond(self, run: Run, transcript: Transcript) -> None:
-        """Recognize, handle and speak the answer at the run's site, then end the run."""
+    async def _respond(
+        self, run: Run, transcript: Transcript, speculation: Speculation | None = None
+    ) -> None:
+        """Recognize, handle and speak the answer at the run's site, then end the run.
+
+        With ``speculation`` (an early commit), its transcript and intent are the run's: no
+        second ASR or recognition pass."""
         try:
-            response = await run.answer(transcript)
+            if speculation is not None and speculation.intent is not None:
+                run.commit(speculation)
+                response = await run.handle(speculation.intent)
+            else:
+                response = await run.answer(transcript)
             await run.speak(response, self._sinks_of(run.site_id))
         except asyncio.CancelledError:
             run.end("cancelled")
