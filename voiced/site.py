@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from voiced import events as ev
-from voiced.audio import AudioChunk
+from voiced.audio import PIPELINE_FORMAT, AudioChunk
 from voiced.config import ConversationConfig
 from voiced.early_commit import complete_command
 from voiced.events import Event
@@ -52,6 +53,8 @@ class Site(SiteRuns):
         self.speculate = speculate
         self.commit_early = commit_early
         self._speculation: asyncio.Task[None] | None = None
+        # How pauses went: started, no-room, stale, incomplete, committed (benchmarks, tests).
+        self.speculations: Counter[str] = Counter()
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
         # A microphone beside a speaker hears our answers; a file or a pipe does not.
         self.hears_playback = hears_playback
@@ -227,17 +230,29 @@ class Site(SiteRuns):
 
     async def _speculate(self, run: Run, pause: SpeechPaused) -> None:
         assert self.speculate is not None and self.commit_early is not None
+        # Heard as the normal endpoint would hear it if the speaker stopped here: with the
+        # rest of the silence (Whisper hears a clipped ending differently, worse).
+        config = self.segmenter.config
+        rest = max(0.0, config.silence_seconds - config.early_commit_pause)
+        padded = pause.audio + bytes(2 * round(rest * PIPELINE_FORMAT.rate))
         try:
-            speculation = await self.speculate(run, pause.audio)
+            speculation = await self.speculate(run, padded)
         finally:
             self._speculation = None
-        if speculation is None or not self._still_paused(run, pause.pause):
+        if speculation is None:
+            self.speculations["no-room"] += 1
+            return
+        self.speculations["started"] += 1
+        if not self._still_paused(run, pause.pause):
+            self.speculations["stale"] += 1
             if self._still_paused(run) and self.segmenter.pause != pause.pause:
                 self._on_speech_pause(self.segmenter.snapshot())  # a newer pause, unheard
-            return  # stale or no room: dropped without a trace
+            return  # speech resumed (or the utterance ended): dropped without a trace
         recognizers = self.segmenter.config.early_commit_recognizers
         if not complete_command(speculation.intent, speculation.transcript.text, recognizers):
+            self.speculations["incomplete"] += 1
             return  # free speech or half a command: the normal endpoint decides
+        self.speculations["committed"] += 1
         self._speech_ended(self.segmenter.commit("early-commit"))
         self.commit_early(run, speculation)
 
