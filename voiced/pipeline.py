@@ -28,6 +28,7 @@ from voiced.run import Phase, Run, Speculation, StageFailed, StageTimeout, Utter
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
+from voiced.speech_cache import SpeechCache
 from voiced.stages import Sink, Source
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class Pipeline:
         self._asr_busy = 0  # committed utterances an ASR worker is transcribing now
         self._speculating = 0  # speculative transcripts in flight (early commit)
         self.speculations_dropped = 0  # pauses not speculated on: ASR had committed work
+        self.speech_cache = SpeechCache()  # short answers, synthesized once per voice
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._built = False
@@ -191,6 +193,16 @@ class Pipeline:
 
     def recognize_hook(self, transcript: Transcript, context: RunContext) -> Intent | None:
         return self.pm.hook.voiced_recognize(transcript=transcript, context=context)
+
+    def speculative_recognize(self, transcript: Transcript, context: RunContext) -> Intent | None:
+        """Only the template recognizers of ``vad.early_commit_recognizers``, in that order:
+        a pause must not wake an LLM or a recognizer with side effects."""
+        for name in self.settings.vad.early_commit_recognizers:
+            recognize = getattr(self.components.get(("intent", name)), "voiced_recognize", None)
+            intent = recognize(transcript=transcript, context=context) if recognize else None
+            if intent is not None:
+                return intent
+        return None
 
     def handle_hook(self, intent: Intent, context: RunContext) -> Response | None:
         return self.pm.hook.voiced_handle(intent=intent, context=context)

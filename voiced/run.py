@@ -90,6 +90,10 @@ class RunServices(Protocol):
 
     def recognize_hook(self, transcript: Transcript, context: RunContext) -> Intent | None: ...
 
+    def speculative_recognize(
+        self, transcript: Transcript, context: RunContext
+    ) -> Intent | None: ...
+
     def handle_hook(self, intent: Intent, context: RunContext) -> Response | None: ...
 
     async def in_thread(
@@ -275,7 +279,7 @@ class Run:
         intent = None
         context = replace(self.context, data=dict(self.context.data))
         if transcript.text.strip() and not transcript.no_speech:
-            hook = self.services.recognize_hook
+            hook = self.services.speculative_recognize
             intent = await self.services.in_thread(
                 hook, transcript, context, timeout=timeout, stage="intent"
             )
@@ -378,8 +382,9 @@ class Run:
             raise self.failed("tts", RuntimeError("no tts stage is configured"))
         self.set_phase(Phase.SPEAKING)
         try:
+            cache = getattr(self.services, "speech_cache", None)
             await speak(
-                response.speech, self.context, tts, sinks, self.services.emit, self._tts_call
+                response.speech, self.context, tts, sinks, self.services.emit, self._tts_call, cache
             )
         except (asyncio.CancelledError, StageFailed):
             raise
