@@ -17,7 +17,7 @@ import numpy as np
 from benchmarks.common import CACHE
 
 FOLDER = CACHE / "pauses"
-VERSION = 1
+VERSION = 2  # 2: Piper phrases trimmed of their own edge silence
 
 # (label, parts, commands): parts are phrases and pauses; commands the whole texts expected.
 ITEMS: list[tuple[str, list[str | float], list[str]]] = [
@@ -67,7 +67,7 @@ def build() -> list[dict[str, Any]]:
                 if isinstance(part, float):
                     audio.append(np.zeros(int(part * RATE), np.float32))
                 else:
-                    audio.append(piper(part))
+                    audio.append(trimmed(piper(part)))
             speech_s = sum(len(a) for a in audio) / RATE - 0.4
             audio.append(np.zeros(int(1.5 * RATE), np.float32))
             write_wav(FOLDER / name, float_to_pcm16(np.concatenate(audio)))
@@ -86,6 +86,12 @@ def build() -> list[dict[str, Any]]:
     return items
 
 
+def trimmed(samples: np.ndarray, level: float = 0.01) -> np.ndarray:
+    """A phrase without Piper's own silence at its edges, so a pause is what ITEMS says."""
+    loud = np.flatnonzero(np.abs(samples) > level)
+    return samples[loud[0] : loud[-1] + 1] if len(loud) else samples
+
+
 def judge(item: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
     """How the runs of one slice item went: early commits, waits, wrong or premature actions."""
     expected = [i for i in item["intents"] if i is not None]
@@ -96,7 +102,10 @@ def judge(item: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
             continue  # nothing acted on
         got = {"name": intent.data["name"], "slots": intent.data.get("slots", {})}
         if not any(_same(got, want) for want in expected):
-            wrong.append({"intent": got, "text": intent.data.get("text", "")})
+            early = run.get("vad-end") is not None and (
+                run["vad-end"].data.get("reason") == "early-commit"
+            )
+            wrong.append({"intent": got, "text": intent.data.get("text", ""), "early": early})
     reasons = [r["vad-end"].data.get("reason") for r in runs if "vad-end" in r]
     return {
         "label": item["label"],
