@@ -13,7 +13,12 @@ From the events of each run:
 
 One warm-up file first, then every file once; medians and min-max over the files.
 
-    python -m benchmarks.e2e [--quick] [--limit N] [--json FILE]
+Early commit (``vad.early_commit``) is measured on and off in the same run, file by file in
+turns on one daemon (the machine's load hits both alike): off is the plain 0.7 s silence wait.
+Then the pause slice (benchmarks/pauses.py: commands with a 0.3-0.6 s pause inside, two
+commands in a row) with early commit on: wrong or premature actions, early commits vs waits.
+
+    python -m benchmarks.e2e [--quick] [--limit N] [--no-compare] [--json FILE]
 """
 
 from __future__ import annotations
@@ -159,14 +164,31 @@ def intent_matches(expected: dict[str, Any] | None, got: dict[str, Any] | None) 
     return fold(expected.get("slots", {})) == fold(got.get("slots", {}))
 
 
+def set_early_commit(pipeline: Any, on: bool) -> None:
+    """Early commit on or off for the sites to come and those there (read live)."""
+    pipeline.settings.vad = pipeline.settings.vad.model_copy(update={"early_commit": on})
+    for site in pipeline.sites.values():
+        site.segmenter.config = pipeline.settings.vad
+
+
+async def hear(pipeline: Any, recorder: Recorder, path: Path) -> tuple[dict[str, dict], float]:
+    """One file through the daemon at real-time pace, on a fresh site: its runs' events, and
+    the site's clock when it began."""
+    first = len(recorder.events)
+    # A fresh site (and VAD) per file: webrtc's VAD adapts to what it heard, so a file would
+    # otherwise be cut differently after one file than after another.
+    old = pipeline.sites.pop(SITE, None)
+    if old is not None:
+        old.segmenter.vad.close()
+    clock0 = 0.0
+    await pipeline.run_site(file_source(pipeline, path))
+    await pipeline.drain()
+    return runs_of(recorder.events[first:], SITE), clock0
+
+
 async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], folder: Path) -> dict:
     """One test file through the daemon at real-time pace; what it heard and how fast."""
-    first = len(recorder.events)
-    site = pipeline.sites.get(SITE)
-    clock0 = site.clock if site is not None else 0.0  # a site's stream time runs on
-    await pipeline.run_site(file_source(pipeline, folder / item["file"]))
-    await pipeline.drain()
-    runs = runs_of(recorder.events[first:], SITE)
+    runs, clock0 = await hear(pipeline, recorder, folder / item["file"])
     heard = [r for r in runs.values() if "transcript" in r]
     text = " ".join(r["transcript"].data.get("text", "").strip() for r in heard).strip()
     main = max(heard, key=lambda r: len(r["transcript"].data.get("text", "").split()), default={})
@@ -293,7 +315,91 @@ def direct_peer(items: list[dict[str, Any]], folder: Path) -> list[dict[str, Any
     return out
 
 
-async def run(limit: int | None = None, warmup: int = 1, folder: Path | None = None) -> Section:
+def early_commit_rows(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> list[Row]:
+    """On vs off, file by file from the same run: the latency ratio and how often it committed."""
+    key = "speech_end_to_first_audio"
+    pairs = [(a[key], b[key]) for a, b in zip(on, off, strict=True) if a.get(key) and b.get(key)]
+    if not pairs:
+        return []
+    import statistics
+
+    on_median = statistics.median(a for a, _ in pairs)
+    off_median = statistics.median(b for _, b in pairs)
+    early = sum(1 for r in on if r.get("vad_reason") == "early-commit")
+    ok_on, ok_off = sum(r["intent_ok"] for r in on), sum(r["intent_ok"] for r in off)
+    rows = []
+    committed = [
+        (a[key], b[key])
+        for a, b in zip(on, off, strict=True)
+        if a.get("vad_reason") == "early-commit" and a.get(key) and b.get(key)
+    ]
+    if committed:
+        c_on = statistics.median(a for a, _ in committed)
+        c_off = statistics.median(b for _, b in committed)
+        rows.append(
+            Row(
+                "e2e",
+                "early commit on / off, the files it committed early: speech end -> first audio",
+                "x",
+                round(c_on / c_off, 3),
+                runs=len(committed),
+                peer=f"on {c_on * 1000:.0f} ms, off {c_off * 1000:.0f} ms",
+            )
+        )
+    return [
+        *rows,
+        Row(
+            "e2e",
+            "early commit on / off: speech end -> first answer audio (medians, same run)",
+            "x",
+            round(on_median / off_median, 3),
+            runs=len(pairs),
+            peer=f"on {on_median * 1000:.0f} ms, off {off_median * 1000:.0f} ms",
+            note=f"committed early {early}/{len(on)}; intents right on {ok_on}, off {ok_off}",
+        ),
+    ]
+
+
+async def pause_slice(pipeline: Any, recorder: Recorder) -> tuple[list[Row], list[dict]]:
+    """The pause slice, early commit on and off: wrong or premature actions, early vs waited."""
+    from benchmarks import pauses
+
+    items = pauses.build()
+    judged = []
+    rows = []
+    for on in (True, False):
+        set_early_commit(pipeline, on)
+        verdicts = []
+        for item in items:
+            runs, _clock0 = await hear(pipeline, recorder, pauses.folder() / item["file"])
+            verdict = {**pauses.judge(item, list(runs.values())), "early_commit": on}
+            verdicts.append(verdict)
+            print(f"  pauses {item['label']:<22} {verdict}", file=sys.stderr)
+        judged += verdicts
+        wrong = [w for v in verdicts for w in v["wrong"]]
+        early = sum(v["early"] for v in verdicts)
+        waited = sum(v["waited"] for v in verdicts)
+        rows.append(
+            Row(
+                "e2e",
+                f"pause slice (0.3-0.6 s pauses inside, two in a row), early commit "
+                f"{'on' if on else 'off'}: wrong or premature actions",
+                "actions",
+                len(wrong),
+                runs=len(items),
+                note=f"of them after an early commit {sum(w['early'] for w in wrong)}; "
+                f"utterances committed early {early}, waited for the silence {waited}",
+            )
+        )
+    return rows, judged
+
+
+async def run(
+    limit: int | None = None,
+    warmup: int = 1,
+    folder: Path | None = None,
+    compare: bool = True,
+) -> Section:
     from benchmarks import testset
 
     folder = folder or testset.DEFAULT_DIR
@@ -301,26 +407,36 @@ async def run(limit: int | None = None, warmup: int = 1, folder: Path | None = N
     items = manifest["items"][:limit] if limit else manifest["items"]
     pipeline, recorder, load_s, notes = await start_daemon()
     section = Section("e2e", notes=notes)
+    modes = [True, False] if compare else [pipeline.settings.vad.early_commit]
+    by_mode: dict[bool, list[dict[str, Any]]] = {mode: [] for mode in modes}
+    slice_rows: list[Row] = []
+    judged: list[dict[str, Any]] = []
     try:
         for item in items[:warmup]:
             await feed_file(pipeline, recorder, item, folder)
-        results = []
         for item in items:
-            result = await feed_file(pipeline, recorder, item, folder)
-            results.append(result)
-            print(
-                f"  e2e {result['file']:<32} heard {result['heard']!r:<48} "
-                f"intent {'ok' if result['intent_ok'] else 'MISS'} "
-                f"first audio {1000 * (result.get('to_first_audio') or float('nan')):.0f} ms",
-                file=sys.stderr,
-            )
+            for mode in modes:  # in turns, so the machine's load hits both alike
+                set_early_commit(pipeline, mode)
+                result = await feed_file(pipeline, recorder, item, folder)
+                by_mode[mode].append(result)
+                print(
+                    f"  e2e early={'on ' if mode else 'off'} {result['file']:<32} heard "
+                    f"{result['heard']!r:<48} intent {'ok' if result['intent_ok'] else 'MISS'} "
+                    f"{result.get('vad_reason')} speech end -> first audio "
+                    f"{1000 * (result.get('speech_end_to_first_audio') or float('nan')):.0f} ms",
+                    file=sys.stderr,
+                )
+        if compare:
+            slice_rows, judged = await pause_slice(pipeline, recorder)
     finally:
         await pipeline.stop()
+    results = by_mode[modes[0]]
     asr = [e.data.get("engine") for e in recorder.events if e.type == "transcript"]
     peer = direct_peer(items, folder)
-    for result, direct in zip(results, peer, strict=True):
-        result["direct_heard"] = direct["heard"]
-        result["direct_intent_ok"] = direct["intent_ok"]
+    for mode_results in by_mode.values():
+        for result, direct in zip(mode_results, peer, strict=True):
+            result["direct_heard"] = direct["heard"]
+            result["direct_intent_ok"] = direct["intent_ok"]
     rejected = [r for r in results if r["asr_rejected"]]
     if rejected:
         section.notes.append(
@@ -328,9 +444,13 @@ async def run(limit: int | None = None, warmup: int = 1, folder: Path | None = N
             f"files (e.g. {rejected[0]['asr_rejected'][0]['reason']}); those count as not heard"
         )
     section.rows = [
-        Row("e2e", "daemon start: load + warm-up of every stage", "ms", load_s * 1000, runs=1),
-        *summarize(results),
+        Row("e2e", "daemon start: load + warm-up of every stage", "ms", load_s * 1000, runs=1)
     ]
+    for mode, mode_results in by_mode.items():
+        label = f"e2e early commit {'on' if mode else 'off'}" if compare else "e2e"
+        section.rows += summarize(mode_results, label)
+    if compare:
+        section.rows += early_commit_rows(by_mode[True], by_mode[False]) + slice_rows
     section.results = {
         "by_voice": {
             voice: {
@@ -350,6 +470,9 @@ async def run(limit: int | None = None, warmup: int = 1, folder: Path | None = N
         "load_s": load_s,
         "per_file": results,
     }
+    if compare:
+        section.results["early_commit_off"] = by_mode[False]
+        section.results["pause_slice"] = judged
     return section
 
 
@@ -358,10 +481,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the first 6 files only")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write results to this file")
+    parser.add_argument(
+        "--no-compare", action="store_true", help="the configured early commit only, no slice"
+    )
     args = parser.parse_args(argv)
 
     limit = args.limit or (6 if args.quick else None)
-    section = asyncio.run(run(limit))
+    section = asyncio.run(run(limit, compare=not args.no_compare))
     section.report(args.json)
     return 0
 

@@ -62,7 +62,7 @@ async def run_pipeline(
     """Start a pipeline, run it until its file sources are done, stop it."""
     recorder = EventRecorder()
     settings, host = prepare(
-        config or _no_file(), config_overrides, [("recorder", recorder), *(extra or [])]
+        config or no_config_file(), config_overrides, [("recorder", recorder), *(extra or [])]
     )
     pipeline = Pipeline(settings, host)
     await pipeline.start()
@@ -73,7 +73,7 @@ async def run_pipeline(
     return pipeline, recorder
 
 
-def _no_file() -> Path:
+def no_config_file() -> Path:
     """An empty config file, so tests never pick up config/voiced.toml by accident."""
     path = Path(__file__).parent / "empty.toml"
     if not path.exists():

@@ -8,7 +8,7 @@ from speech import espeak, silence
 from voiced_plugins.vad_webrtc import WebrtcVad, WebrtcVadOptions
 
 from voiced.config import VadConfig
-from voiced.segmenter import SpeechEnded, SpeechStarted, UtteranceSegmenter
+from voiced.segmenter import SpeechEnded, SpeechPaused, SpeechStarted, UtteranceSegmenter
 
 
 @pytest.fixture
@@ -32,11 +32,15 @@ def tone(seconds: float) -> bytes:
     return (np.sin(2 * np.pi * 200 * t) * 8000).astype("<i2").tobytes()
 
 
-def feed_in_chunks(segmenter: UtteranceSegmenter, pcm: bytes, chunk: int = 640):
+def feed_in_chunks(
+    segmenter: UtteranceSegmenter, pcm: bytes, chunk: int = 640, pauses: bool = False
+):
+    """The segmenter's events for ``pcm``; pauses (early-commit hints) only when asked."""
     events = []
     for i in range(0, len(pcm), chunk):
         events += segmenter.feed(pcm[i : i + chunk])
-    return events + segmenter.flush()
+    events += segmenter.flush()
+    return events if pauses else [e for e in events if not isinstance(e, SpeechPaused)]
 
 
 def test_two_commands_separated_by_silence_are_two_utterances(vad):
@@ -105,3 +109,41 @@ def test_an_utterance_reaches_back_to_the_first_word_across_short_pauses():
     samples = np.frombuffer(ended.audio, "<i2")
     first_sound = int(np.flatnonzero(samples)[0]) / 16000
     assert first_sound == pytest.approx(0.2, abs=0.02)  # the pre-roll, then the first word
+
+
+# -- early commit: pauses inside an utterance ------------------------------------------------
+
+
+def test_a_short_pause_inside_an_utterance_is_reported_once_with_the_audio_so_far():
+    config = VadConfig(speech_seconds=0.1, early_commit_pause=0.25)
+    segmenter = UtteranceSegmenter(LoudnessVad(), config)
+    events = feed_in_chunks(
+        segmenter, tone(0.5) + silence(0.4) + tone(0.5) + silence(1.0), pauses=True
+    )
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == [
+        "SpeechStarted", "SpeechPaused", "SpeechPaused", "SpeechEnded"
+    ]  # fmt: skip
+    first, second = (e for e in events if isinstance(e, SpeechPaused))
+    assert abs(len(first.audio) / 32000 - 0.75) < 0.05  # 0.5 s of speech + 0.25 s of pause
+    assert first.pause != second.pause  # speech resumed in between: the first is stale
+
+
+def test_early_commit_off_reports_no_pauses():
+    config = VadConfig(speech_seconds=0.1, early_commit=False)
+    events = feed_in_chunks(
+        UtteranceSegmenter(LoudnessVad(), config), tone(0.5) + silence(1.0), pauses=True
+    )
+    assert [type(e).__name__ for e in events] == ["SpeechStarted", "SpeechEnded"]
+
+
+def test_commit_ends_the_utterance_now_with_what_was_heard():
+    config = VadConfig(speech_seconds=0.1)
+    segmenter = UtteranceSegmenter(LoudnessVad(), config)
+    events = segmenter.feed(tone(0.5) + silence(0.3))
+    paused = next(e for e in events if isinstance(e, SpeechPaused))
+    assert segmenter.paused and segmenter.pause == paused.pause
+    ended = segmenter.commit()
+    assert ended.reason == "early-commit" and abs(ended.seconds - 0.8) < 0.05
+    assert not segmenter.in_speech and segmenter.pause != paused.pause
+    assert segmenter.feed(silence(1.0)) == []  # the silence that follows ends nothing

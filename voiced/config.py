@@ -90,6 +90,15 @@ class VadConfig(Strict):
     silence_seconds: float = Field(0.7, gt=0, description="silence that ends a command")
     max_command_seconds: float = Field(15.0, gt=0)
     pre_roll_seconds: float = Field(0.3, ge=0, description="audio kept from before speech start")
+    early_commit: bool = Field(
+        True, description="transcribe during a pause; end early on a complete command"
+    )
+    early_commit_pause: float = Field(
+        0.25, gt=0, description="pause inside an utterance that starts a speculative transcript"
+    )
+    early_commit_recognizers: list[str] = Field(
+        ["hassil"], description="recognizers whose strict template matches may commit early"
+    )
 
 
 class ConversationConfig(Strict):

@@ -25,10 +25,11 @@ from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.limits import Admission, CommandRefused, TextTooLong, check_say_text
 from voiced.plugins import PluginError, PluginHost, check_hooks
-from voiced.run import Phase, Run, StageFailed, StageTimeout, Utterance
+from voiced.run import Phase, Run, Speculation, StageFailed, StageTimeout, Utterance
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
+from voiced.speech_cache import SpeechCache
 from voiced.stages import Sink, Source
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,10 @@ class Pipeline:
         self.accepting = True
         self.dropped_utterances = 0
         self._waiting_sites: set[str] = set()  # sites whose audio can wait (files, pipes)
+        self._asr_busy = 0  # committed utterances an ASR worker is transcribing now
+        self._speculating = 0  # speculative transcripts in flight (early commit)
+        self.speculations_dropped = 0  # pauses not speculated on: ASR had committed work
+        self.speech_cache = SpeechCache()  # short answers, synthesized once per voice
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
@@ -252,6 +257,16 @@ class Pipeline:
 
     def recognize_hook(self, transcript: Transcript, context: RunContext) -> Intent | None:
         return self.pm.hook.voiced_recognize(transcript=transcript, context=context)
+
+    def speculative_recognize(self, transcript: Transcript, context: RunContext) -> Intent | None:
+        """Only the template recognizers of ``vad.early_commit_recognizers``, in that order:
+        a pause must not wake an LLM or a recognizer with side effects."""
+        for name in self.settings.vad.early_commit_recognizers:
+            recognize = getattr(self.components.get(("intent", name)), "voiced_recognize", None)
+            intent = recognize(transcript=transcript, context=context) if recognize else None
+            if intent is not None:
+                return intent
+        return None
 
     def handle_hook(self, intent: Intent, context: RunContext) -> Response | None:
         return self.pm.hook.voiced_handle(intent=intent, context=context)
@@ -437,6 +452,8 @@ class Pipeline:
             claim_wake=self.arbiter.claim if self.arbiter.config.enabled else None,
             hears_playback=hears_playback,
             muted=self._muted_sites.pop(site_id, self.muted_default),
+            speculate=self._speculate,
+            commit_early=self._commit_early,
         )
         self.sites[site_id] = site
         siteless = self._siteless.pop(site_id, None)
@@ -489,12 +506,46 @@ class Pipeline:
         assert self.queue is not None and self.asr is not None
         while True:
             utterance = await self.queue.get()
+            self._asr_busy += 1
             try:
                 await self._transcribe(utterance)
             except Exception:
                 log.exception("ASR worker failed")
             finally:
+                self._asr_busy -= 1
                 self.queue.task_done()
+
+    async def _speculate(self, run: Run, audio: bytes) -> Speculation | None:
+        """A speculative transcript of the utterance so far, or None.
+
+        Committed work comes first: it runs only when the ASR queue is empty and a worker's
+        worth of room is free (``pipeline.asr_workers`` bounds committed and speculative
+        passes together); otherwise the pause is dropped, and the normal endpoint decides.
+        Audio that can wait (a file read as fast as it goes, a pipe) has nobody waiting for
+        an early answer: its pauses are not speculated on.
+        """
+        assert self.queue is not None
+        workers = self.settings.pipeline.asr_workers
+        if run.site_id in self._waiting_sites:
+            return None
+        if self.asr is None or not self.queue.empty():
+            self.speculations_dropped += 1
+            return None
+        if self._asr_busy + self._speculating >= workers:
+            self.speculations_dropped += 1
+            return None
+        self._speculating += 1
+        try:
+            return await run.speculate(audio)
+        except Exception as exc:  # a failed guess costs nothing: the normal pass follows
+            log.info("[%s] speculative transcript failed: %s", run.site_id, exc)
+            return None
+        finally:
+            self._speculating -= 1
+
+    def _commit_early(self, run: Run, speculation: Speculation) -> None:
+        """Answer a run from its speculative pass (the site ended its utterance early)."""
+        run.answer_in(self._spawn(self._respond(run, speculation.transcript, speculation)))
 
     async def _transcribe(self, utterance: Utterance) -> None:
         """ASR for one queued utterance; a site's utterance then gets its answer."""
@@ -519,10 +570,19 @@ class Pipeline:
             return
         run.answer_in(self._spawn(self._respond(run, transcript)))
 
-    async def _respond(self, run: Run, transcript: Transcript) -> None:
-        """Recognize, handle and speak the answer at the run's site, then end the run."""
+    async def _respond(
+        self, run: Run, transcript: Transcript, speculation: Speculation | None = None
+    ) -> None:
+        """Recognize, handle and speak the answer at the run's site, then end the run.
+
+        With ``speculation`` (an early commit), its transcript and intent are the run's: no
+        second ASR or recognition pass."""
         try:
-            response = await run.answer(transcript)
+            if speculation is not None and speculation.intent is not None:
+                run.commit(speculation)
+                response = await run.handle(speculation.intent)
+            else:
+                response = await run.answer(transcript)
             await run.speak(response, self._sinks_of(run.site_id))
         except asyncio.CancelledError:
             run.end("cancelled")

@@ -13,6 +13,7 @@ from voiced.chain import EngineChain
 from voiced.context import RunContext
 from voiced.events import Event
 from voiced.sentences import split_sentences
+from voiced.speech_cache import SpeechCache
 
 AHEAD = 2  # sentences synthesized ahead of playback: bounds memory for very long answers
 
@@ -24,8 +25,11 @@ async def speak(
     sinks: list[Any],
     emit: Callable[[Event], None],
     in_thread: Callable[..., Awaitable[Any]],
+    cache: SpeechCache | None = None,
 ) -> None:
-    """Synthesize ``text`` and stream it to every sink; emits tts-start/-audio/-end events."""
+    """Synthesize ``text`` and stream it to every sink; emits tts-start/-audio/-end events.
+
+    A sentence in ``cache`` for the active voice plays without being synthesized again."""
     sentences = await in_thread(split_sentences, text)  # long text: CPU work off the loop
     if not sentences:
         return
@@ -41,9 +45,7 @@ async def speak(
     engine = ""
     try:
         for index, sentence in enumerate(sentences):
-            engine, chunk = await in_thread(
-                tts.call, "synthesize", sentence, run_id=run, site_id=site
-            )
+            engine, chunk = await synthesize(tts, sentence, run, site, in_thread, cache)
             audio_seconds += chunk.seconds
             if index == 0:
                 first = ev.TtsAudio(
@@ -73,6 +75,27 @@ async def speak(
             if not player.done():
                 player.cancel()
         await asyncio.gather(*players, return_exceptions=True)
+
+
+async def synthesize(
+    tts: EngineChain,
+    sentence: str,
+    run_id: str,
+    site_id: str,
+    in_thread: Callable[..., Awaitable[Any]],
+    cache: SpeechCache | None = None,
+) -> tuple[str, AudioChunk]:
+    """One sentence on the TTS chain, or from ``cache``: (engine name, audio)."""
+    voice = tts.active
+    cached = cache.get(voice, sentence) if cache is not None else None
+    if cached is not None:
+        return voice[0], cached
+    engine, chunk = await in_thread(
+        tts.call, "synthesize", sentence, run_id=run_id, site_id=site_id
+    )
+    if cache is not None and engine == voice[0]:
+        cache.put(voice, sentence, chunk)
+    return engine, chunk
 
 
 async def _put(queue: asyncio.Queue[Any], item: Any, player: asyncio.Task[None]) -> None:

@@ -52,6 +52,21 @@ class StageFailed(RuntimeError):
         self.message = message
 
 
+@dataclass(frozen=True)
+class Speculation:
+    """What a transcript of the utterance so far meant, made silently during a pause.
+
+    Nothing of it is emitted until the run commits to it (``Run.commit``); a discarded one
+    leaves no trace a consumer could see."""
+
+    transcript: Transcript
+    intent: Intent | None
+    audio_seconds: float
+    asr_seconds: float
+    engine: str
+    data: dict[str, Any]  # the recognizers' context.data from this pass
+
+
 @dataclass
 class Utterance:
     """Speech waiting for ASR. ``reply`` set: a request that wants the transcript back
@@ -74,6 +89,10 @@ class RunServices(Protocol):
     def emit(self, event: ev.Event) -> None: ...
 
     def recognize_hook(self, transcript: Transcript, context: RunContext) -> Intent | None: ...
+
+    def speculative_recognize(
+        self, transcript: Transcript, context: RunContext
+    ) -> Intent | None: ...
 
     def handle_hook(self, intent: Intent, context: RunContext) -> Response | None: ...
 
@@ -242,6 +261,54 @@ class Run:
         )
         return transcript
 
+    async def speculate(self, audio: bytes) -> Speculation:
+        """Transcribe and recognize ``audio`` without a single event or change to the run:
+        the speculative pass during a pause. Raises what the stages raise."""
+        asr = self.services.asr
+        if asr is None:
+            raise RuntimeError("no asr stage is loaded")
+        timeout = self.services.settings.pipeline.stage_timeout
+        started = time.monotonic()
+
+        def transcribe() -> tuple[str, Transcript]:
+            # No run id: an engine fallback here is the daemon's fact, not this run's.
+            return asr.call("transcribe", audio, None, site_id=self.site_id)
+
+        engine, transcript = await self.services.in_thread(transcribe, timeout=timeout, stage="asr")
+        asr_seconds = time.monotonic() - started
+        intent = None
+        context = replace(self.context, data=dict(self.context.data))
+        if transcript.text.strip() and not transcript.no_speech:
+            hook = self.services.speculative_recognize
+            intent = await self.services.in_thread(
+                hook, transcript, context, timeout=timeout, stage="intent"
+            )
+        seconds = len(audio) / PCM_BYTES_PER_SECOND
+        return Speculation(transcript, intent, seconds, asr_seconds, engine, context.data)
+
+    def commit(self, speculation: Speculation) -> None:
+        """Adopt a speculative pass as this run's: emits its ``transcript`` and ``intent``
+        (marked ``early_commit``), as a normal pass would have."""
+        transcript, intent = speculation.transcript, speculation.intent
+        self.transcript, self.intent = transcript, intent
+        self.context.data.update(speculation.data)
+        seconds = speculation.audio_seconds
+        self.emit(
+            ev.Transcript(
+                text=transcript.text,
+                engine=speculation.engine,
+                language=transcript.language,
+                audio_seconds=round(seconds, 3),
+                latency_s=0.0,  # made before the utterance ended
+                asr_seconds=round(speculation.asr_seconds, 4),
+                rtf=round(speculation.asr_seconds / seconds, 4) if seconds else None,
+                no_speech=transcript.no_speech,
+                extra={**transcript.data, "early_commit": True},
+            )
+        )
+        if intent is not None:
+            self.emit(ev.Intent(**intent.to_dict(), latency_s=self.latency()))
+
     async def recognize(self, transcript: Transcript) -> Intent | None:
         """Text to intent through the ``voiced_recognize`` chain; emits ``intent`` or
         ``intent-not-recognized``. Raises StageFailed."""
@@ -315,8 +382,9 @@ class Run:
             raise self.failed("tts", RuntimeError("no tts stage is configured"))
         self.set_phase(Phase.SPEAKING)
         try:
+            cache = getattr(self.services, "speech_cache", None)
             await speak(
-                response.speech, self.context, tts, sinks, self.services.emit, self._tts_call
+                response.speech, self.context, tts, sinks, self.services.emit, self._tts_call, cache
             )
         except (asyncio.CancelledError, StageFailed):
             raise

@@ -21,19 +21,33 @@ class SpeechStarted:
 class SpeechEnded:
     stream_time: float
     audio: bytes  # the whole utterance, pre-roll included
-    reason: str  # silence | max-length | end-of-stream
+    reason: str  # silence | max-length | end-of-stream | early-commit
 
     @property
     def seconds(self) -> float:
         return len(self.audio) / PIPELINE_FORMAT.bytes_per_second
 
 
-SegmentEvent = SpeechStarted | SpeechEnded
+@dataclass(frozen=True)
+class SpeechPaused:
+    """A pause of ``early_commit_pause`` inside an utterance: its audio so far, to transcribe
+    speculatively. ``pause`` names this pause: it is stale once speech resumes."""
+
+    stream_time: float
+    audio: bytes
+    pause: int
+
+
+SegmentEvent = SpeechStarted | SpeechPaused | SpeechEnded
 
 
 class UtteranceSegmenter:
     """Speech starts after ``speech_seconds`` of speech and ends after ``silence_seconds`` of
-    silence or at ``max_command_seconds``, so endless audio still yields bounded utterances."""
+    silence or at ``max_command_seconds``, so endless audio still yields bounded utterances.
+
+    With ``early_commit``, a shorter pause inside the utterance gives ``SpeechPaused``; the
+    site may then ``commit()`` the utterance before the full silence has passed.
+    """
 
     def __init__(self, vad: Vad, config: VadConfig) -> None:
         self.vad = vad
@@ -57,6 +71,24 @@ class UtteranceSegmenter:
     def in_speech(self) -> bool:
         return self._in_speech
 
+    @property
+    def pause(self) -> int:
+        """The current pause's number; it changes whenever speech resumes or the utterance ends."""
+        return self._pause
+
+    @property
+    def paused(self) -> bool:
+        """In an utterance, and silent for at least ``early_commit_pause``."""
+        return self._in_speech and self._silence_run >= self.config.early_commit_pause
+
+    def snapshot(self) -> SpeechPaused:
+        """The utterance so far, as a pause to speculate on (call only while ``in_speech``)."""
+        return SpeechPaused(self.stream_time, b"".join(self._utterance), self._pause)
+
+    def commit(self, reason: str = "early-commit") -> SpeechEnded:
+        """End the utterance in progress now (its audio so far, trailing silence included)."""
+        return self._end(reason)
+
     def reset(self) -> None:
         """Forget any partial utterance (after a wake word, a mute, a barge-in)."""
         self._in_speech = False
@@ -65,6 +97,7 @@ class UtteranceSegmenter:
         self._utterance: list[bytes] = []
         self._lead_frames = 0  # frames since the first speech frame of the pending start
         self._history.clear()
+        self._pause = getattr(self, "_pause", 0) + 1
 
     def feed(self, pcm: bytes) -> list[SegmentEvent]:
         events: list[SegmentEvent] = []
@@ -109,7 +142,19 @@ class UtteranceSegmenter:
                 return SpeechStarted(self.stream_time)
             return None
         self._utterance.append(frame)
-        self._silence_run = 0.0 if is_speech else self._silence_run + self.frame_seconds
+        if is_speech:
+            if self._silence_run >= self.config.early_commit_pause:
+                self._pause += 1  # speech resumed: what was heard in that pause is stale
+            self._silence_run = 0.0
+        else:
+            before = self._silence_run
+            self._silence_run += self.frame_seconds
+            pause = self.config.early_commit_pause
+            if (
+                self.config.early_commit
+                and before < pause <= self._silence_run < self.config.silence_seconds
+            ):
+                return SpeechPaused(self.stream_time, b"".join(self._utterance), self._pause)
         if self._silence_run >= self.config.silence_seconds:
             return self._end("silence")
         if len(self._utterance) * self.frame_seconds >= self.config.max_command_seconds:

@@ -7,16 +7,19 @@ Time here is stream time (seconds of audio heard), so files replay the same at a
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from voiced import events as ev
-from voiced.audio import AudioChunk
+from voiced.audio import PIPELINE_FORMAT, AudioChunk
 from voiced.config import ConversationConfig
+from voiced.early_commit import complete_command
 from voiced.events import Event
-from voiced.run import Phase, Run, Utterance
-from voiced.segmenter import SpeechEnded, SpeechStarted, UtteranceSegmenter
+from voiced.run import Phase, Run, Speculation, Utterance
+from voiced.segmenter import SpeechEnded, SpeechPaused, SpeechStarted, UtteranceSegmenter
 from voiced.site_runs import SiteRuns
 from voiced.stages import Sink, Wake, WakeDetection
 
@@ -42,7 +45,16 @@ class Site(SiteRuns):
         claim_wake: Callable[[str, WakeDetection], Awaitable[bool]] | None = None,
         hears_playback: bool = True,
         muted: bool = False,
+        speculate: Callable[[Run, bytes], Awaitable[Speculation | None]] | None = None,
+        commit_early: Callable[[Run, Speculation], None] | None = None,
     ) -> None:
+        # Early commit: ``speculate`` transcribes the utterance so far during a pause (None
+        # when ASR has no room for it); ``commit_early`` answers a run from that speculation.
+        self.speculate = speculate
+        self.commit_early = commit_early
+        self._speculation: asyncio.Task[None] | None = None
+        # How pauses went: started, no-room, stale, incomplete, committed (benchmarks, tests).
+        self.speculations: Counter[str] = Counter()
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
         # A microphone beside a speaker hears our answers; a file or a pipe does not.
         self.hears_playback = hears_playback
@@ -93,6 +105,8 @@ class Site(SiteRuns):
         for event in self.segmenter.feed(chunk.audio):
             if isinstance(event, SpeechStarted):
                 self._on_speech_start(event)
+            elif isinstance(event, SpeechPaused):
+                self._on_speech_pause(event)
             else:
                 await self._on_speech_end(event)
         if (
@@ -109,6 +123,8 @@ class Site(SiteRuns):
                 await self._on_speech_end(event)
         if self.current is not None:
             self._end_listening("end-of-stream")
+        if self._speculation is not None:
+            await asyncio.gather(self._speculation, return_exceptions=True)
 
     # -- control ----------------------------------------------------------------------------
 
@@ -190,13 +206,66 @@ class Site(SiteRuns):
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
+        run = self._speech_ended(event)
+        await self.submit(Utterance(run, event.audio, event.reason))
+
+    def _speech_ended(self, event: SpeechEnded) -> Run:
         run = self.current or self.start_run("speech")
         self.current, self.awake_until = None, None
         stream_time = round(self._time_of(event.stream_time), 3)
         run.emit(ev.VadEnd(stream_time, round(event.seconds, 3), event.reason))
         run.speech_ended()
-        run.set_phase(Phase.THINKING)  # queued for ASR
-        await self.submit(Utterance(run, event.audio, event.reason))
+        run.set_phase(Phase.THINKING)  # queued for ASR (or answering an early commit)
+        return run
+
+    # -- early commit -----------------------------------------------------------------------
+
+    def _on_speech_pause(self, event: SpeechPaused) -> None:
+        """A pause inside the utterance: transcribe what was heard so far, off the loop."""
+        if self.speculate is None or self.commit_early is None or self.current is None:
+            return
+        if self._speculation is not None:
+            return  # one at a time; when it comes back stale, the pause gets its own
+        self._speculation = asyncio.ensure_future(self._speculate(self.current, event))
+
+    async def _speculate(self, run: Run, pause: SpeechPaused) -> None:
+        assert self.speculate is not None and self.commit_early is not None
+        # Heard as the normal endpoint would hear it if the speaker stopped here: with the
+        # rest of the silence (Whisper hears a clipped ending differently, worse).
+        config = self.segmenter.config
+        rest = max(0.0, config.silence_seconds - config.early_commit_pause)
+        padded = pause.audio + bytes(2 * round(rest * PIPELINE_FORMAT.rate))
+        try:
+            speculation = await self.speculate(run, padded)
+        finally:
+            self._speculation = None
+        if speculation is None:
+            self.speculations["no-room"] += 1
+            return
+        self.speculations["started"] += 1
+        if not self._still_paused(run, pause.pause):
+            self.speculations["stale"] += 1
+            if self._still_paused(run) and self.segmenter.pause != pause.pause:
+                self._on_speech_pause(self.segmenter.snapshot())  # a newer pause, unheard
+            return  # speech resumed (or the utterance ended): dropped without a trace
+        recognizers = self.segmenter.config.early_commit_recognizers
+        if not complete_command(speculation.intent, speculation.transcript.text, recognizers):
+            self.speculations["incomplete"] += 1
+            return  # free speech or half a command: the normal endpoint decides
+        self.speculations["committed"] += 1
+        self._speech_ended(self.segmenter.commit("early-commit"))
+        self.commit_early(run, speculation)
+
+    def _still_paused(self, run: Run, pause: int | None = None) -> bool:
+        """The run is still being heard, in a pause, and (``pause``) nothing was said since."""
+        return (
+            run is self.current
+            and not run.ended
+            and not self.muted
+            and self.segmenter.config.early_commit
+            and self.segmenter.paused
+            and (pause is None or self.segmenter.pause == pause)
+        )
 
     def _time_of(self, segmenter_time: float) -> float:
         """A segmenter time on this site's clock (the segmenter counts only what it was fed)."""

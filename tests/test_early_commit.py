@@ -1,0 +1,143 @@
+"""Early commit, end to end on real speech (Piper), webrtc VAD, Whisper and hassil.
+
+Audio is fed at real-time pace, as a microphone would give it: a speculative transcript made
+during a pause only counts when it comes back before the speaker goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pipeline_helpers import EventRecorder, overrides, run_pipeline
+from speech import silence, steady_piper
+
+from voiced.audio import write_wav
+from voiced.hookspecs import hookimpl
+
+pytestmark = pytest.mark.slow
+
+HOME = str(Path(__file__).parents[1] / "config" / "home.yaml")
+
+
+def spoken(path: Path, *parts: str | float) -> Path:
+    """A WAV of Piper phrases and pauses (floats: seconds of silence) with 1.2 s at the end."""
+    pad = len(silence(0.2))  # steady_piper's own silence on either side
+    audio = silence(0.4)
+    for part in parts:
+        audio += silence(part) if isinstance(part, float) else steady_piper(part)[pad:-pad]
+    write_wav(path, audio + silence(1.2))
+    return path
+
+
+async def listen(
+    wav: Path, early_commit: bool = True, plugins: list[Any] | None = None, **extra: Any
+) -> tuple[EventRecorder, Counter[str]]:
+    """The events of a pipeline hearing ``wav``, and how its pauses were speculated on."""
+    pipeline, events = await run_pipeline(
+        overrides(
+            vad={"early_commit": early_commit},
+            stages={
+                "source": {"file": {"path": str(wav), "realtime": True}},
+                "intent": {"hassil": {"home": HOME}},
+            },
+            **extra,
+        ),
+        plugins,
+    )
+    return events, pipeline.sites["default"].speculations
+
+
+def reasons(events: EventRecorder) -> list[str]:
+    return [e.data["reason"] for e in events.of("vad-end")]
+
+
+async def test_a_complete_command_is_answered_from_the_speculative_transcript(tmp_path):
+    events, speculations = await listen(spoken(tmp_path / "one.wav", "Turn on the desk lamp."))
+    assert reasons(events) == ["early-commit"]
+    assert speculations["committed"] == 1
+    (transcript,) = events.of("transcript")  # one ASR pass: the speculative one
+    assert transcript.data["early_commit"] is True
+    assert [(e.data["name"], e.data["slots"]) for e in events.of("intent")] == [
+        ("HassTurnOn", {"name": "Desk Lamp"})
+    ]
+    run = events.runs()[0]
+    order = [t for t in events.types(run) if t not in ("state", "error")]
+    assert order == [
+        "run-start", "vad-start", "vad-end", "transcript", "intent", "handled",
+        "tts-start", "tts-audio", "tts-end", "playback-end", "run-end",
+    ]  # fmt: skip
+    speech_end = 0.4 + len(steady_piper("Turn on the desk lamp.")) / 32000 - 0.4
+    assert events.of("vad-end")[0].data["stream_time"] < speech_end + 0.6  # not 0.7 s later
+
+
+async def test_half_a_command_with_a_pause_inside_waits_for_the_end(tmp_path):
+    wav = spoken(tmp_path / "half.wav", "Turn off the kitchen", 0.4, "lights and the fan.")
+    events, speculations = await listen(wav)
+    assert speculations["incomplete"] >= 1  # "turn off the kitchen" was heard, and waited
+    assert reasons(events) == ["silence"]  # the pause after "kitchen" committed nothing
+    (transcript,) = events.of("transcript")
+    assert "fan" in transcript.data["text"].lower()
+    assert "early_commit" not in transcript.data
+    acted = [e.data for e in events.of("intent")]
+    assert not any(i["slots"] == {"area": "Kitchen"} for i in acted)
+
+
+async def test_a_timer_with_a_pause_before_its_duration_is_set_once_complete(tmp_path):
+    wav = spoken(tmp_path / "timer.wav", "Set a timer for", 0.4, "five minutes.")
+    events, speculations = await listen(wav)
+    assert speculations["incomplete"] >= 1  # "set a timer for" waited
+    assert len(events.of("vad-end")) == 1
+    (intent,) = events.of("intent")
+    assert (intent.data["name"], intent.data["slots"]) == ("HassStartTimer", {"minutes": 5})
+
+
+class SlowAsr:
+    """The real Whisper engine behind a 0.4 s delay: a speculation outlives a 0.45 s pause."""
+
+    def __init__(self, options: Any, app: Any) -> None:
+        from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
+
+        self.engine = WhisperCt2Asr(WhisperCt2Options(), app)
+        self.name, self.device = "slow-whisper", "cpu"
+
+    def load(self) -> None:
+        self.engine.load()
+
+    def transcribe(self, audio: bytes, language: str | None = None):
+        time.sleep(0.4)
+        return self.engine.transcribe(audio, language)
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+class SlowStages:
+    @hookimpl
+    def voiced_register_stages(self, register):
+        register("asr", "slow-whisper", SlowAsr)
+
+
+async def test_a_speculation_overtaken_by_more_speech_is_dropped_without_a_trace(tmp_path):
+    wav = spoken(tmp_path / "more.wav", "Switch on the kitchen light", 0.45, "and the bedroom fan.")
+    events, speculations = await listen(
+        wav, pipeline={"asr": ["slow-whisper"]}, plugins=[("slow", SlowStages())]
+    )
+    assert speculations["stale"] >= 1  # "switch on the kitchen light" came back too late
+    assert reasons(events) == ["silence"]
+    (transcript,) = events.of("transcript")  # the complete utterance, transcribed once
+    assert "fan" in transcript.data["text"].lower() and "early_commit" not in transcript.data
+    assert all("fan" in e.data["text"].lower() for e in events.of("intent"))
+    assert len(events.runs()) == 1
+
+
+async def test_early_commit_off_waits_the_full_silence_as_before(tmp_path):
+    wav = spoken(tmp_path / "off.wav", "Turn on the desk lamp.")
+    events, speculations = await listen(wav, early_commit=False)
+    assert reasons(events) == ["silence"] and not speculations
+    (transcript,) = events.of("transcript")
+    assert "early_commit" not in transcript.data
+    assert [e.data["name"] for e in events.of("intent")] == ["HassTurnOn"]

@@ -1,0 +1,48 @@
+"""When a speculative transcript may end an utterance early: the one rule, in one place.
+
+A transcript made during a pause may be acted on before the usual 0.7 s of silence only when
+it is a *complete, confident command for this home*:
+
+- a strict match (no fuzzy name snapping, confidence 1) by a template recognizer named in
+  ``vad.early_commit_recognizers`` (free speech, the LLM, chatter wait for the normal end);
+- naming what it acts on: an intent that targets devices must name the device (``name``), or
+  both a place (area, floor) and a kind (domain, device class). "Turn off the kitchen" (a
+  place alone) is exactly what the first half of "turn off the kitchen … lights and the fan"
+  sounds like, and "turn off the lights" (a kind alone) the first half of "turn off the
+  lights … in the bedroom": both wait;
+- not ending on a word that announces more ("and", "then", "for", …) or on a comma/ellipsis
+  (Whisper writes those for speech that trails off).
+
+Anything else waits for the normal endpoint, where the full utterance is transcribed again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from voiced.intents import Intent
+
+PLACE_SLOTS = ("area", "floor")
+KIND_SLOTS = ("domain", "device_class")
+DANGLING = frozenset(
+    {"and", "or", "then", "but", "also", "plus", "to", "for", "the", "a", "an", "of", "in"}
+    | {"on", "at", "by", "with", "from", "until"}
+)
+_TRAILS_OFF = re.compile(r"(,|\.\.\.|…|-)\s*$")
+_WORDS = re.compile(r"[\w']+")
+
+
+def complete_command(intent: Intent | None, text: str, recognizers: Iterable[str]) -> bool:
+    """Whether ``intent`` (recognized from ``text`` heard so far) may be acted on now."""
+    if intent is None or intent.recognizer not in set(recognizers):
+        return False
+    if intent.confidence < 1.0 or intent.data.get("fuzzy"):
+        return False
+    if not intent.slots.get("name"):
+        place = any(intent.slots.get(slot) for slot in PLACE_SLOTS)
+        kind = any(intent.slots.get(slot) for slot in KIND_SLOTS)
+        if place != kind:
+            return False  # a place or a kind of device alone: a longer command may follow
+    words = _WORDS.findall(text.casefold())
+    return bool(words) and words[-1] not in DANGLING and not _TRAILS_OFF.search(text)
