@@ -271,6 +271,10 @@ class Run:
         started = time.monotonic()
 
         def transcribe() -> tuple[str, Transcript]:
+            name, engine = asr.active
+            draft = getattr(engine, "draft", None)  # an engine's quick reading, if it has one
+            if draft is not None:
+                return name, draft(audio, None)
             # No run id: an engine fallback here is the daemon's fact, not this run's.
             return asr.call("transcribe", audio, None, site_id=self.site_id)
 

@@ -79,7 +79,10 @@ class Asr(Stage, Protocol):
     device: str
 
     def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
-        """16 kHz mono 16-bit PCM of one utterance -> its text (runs in a worker thread)."""
+        """16 kHz mono 16-bit PCM of one utterance -> its text (runs in a worker thread).
+
+        Optional: ``draft(audio, language)``, a quicker first reading (no N-best, no retry)
+        that the early-commit speculation during a pause uses when the engine offers it."""
 
 
 class Tts(Stage, Protocol):

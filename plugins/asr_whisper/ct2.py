@@ -113,6 +113,14 @@ class WhisperCt2Asr:
         language = (language or self.options.language) if self.multilingual else "en"
         return self._decode(samples, language)
 
+    def draft(self, audio: bytes, language: str | None = None) -> Transcript:
+        """A quick first reading (greedy, no N-best, no prompted retry): the speculative pass
+        during a pause must come back before the speaker goes on."""
+        if self._model is None:
+            raise RuntimeError(f"{self.name}: draft() before load()")
+        language = (language or self.options.language) if self.multilingual else "en"
+        return self._decode(pcm16_to_float(audio), language, quick=True)
+
     def _tokenizer(self, language: str | None) -> Any:
         from faster_whisper.tokenizer import Tokenizer
 
@@ -127,7 +135,7 @@ class WhisperCt2Asr:
         return self._tokenizers[key]
 
     def _decode(
-        self, samples: np.ndarray, language: str | None, warmup: bool = False
+        self, samples: np.ndarray, language: str | None, warmup: bool = False, quick: bool = False
     ) -> Transcript:
         opts = self.options
         seconds = len(samples) / SAMPLE_RATE
@@ -144,7 +152,7 @@ class WhisperCt2Asr:
             language, probability = self._detect(samples)
             data["language_probability"] = probability
         window = window_seconds(seconds, opts)
-        checker = None if warmup else checker_of(self.app)
+        checker = None if warmup or quick else checker_of(self.app)
         count = self.options.hypotheses if checker is not None else 1  # N-best needs a judge
         hypotheses, no_speech_prob, dropped = self._generate(
             samples, seconds, window, language, count=count

@@ -31,12 +31,7 @@ class RemoteWyomingAsr:
 
     def __init__(self, options: RemoteAsrOptions, app: Any) -> None:
         self.options = options
-        self.peer = WyomingPeer(
-            options.uri,
-            connect_timeout=options.connect_timeout,
-            timeout=options.timeout,
-            retry_seconds=options.retry_seconds,
-        )
+        self.peer = options.peer()
         self.name = f"wyoming:{self.peer.address.host}:{self.peer.address.port}"
         self.device = str(self.peer.address)
         settings = getattr(app, "settings", None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .peer import Address
+from .peer import Address, WyomingPeer
 
 
 class RemoteOptions(BaseModel):
@@ -26,3 +26,12 @@ class RemoteOptions(BaseModel):
     def _uri(cls, value: str) -> str:
         Address.parse(value)
         return value
+
+    def peer(self) -> WyomingPeer:
+        """The connection to the service these options name, with their timeouts."""
+        return WyomingPeer(
+            self.uri,
+            connect_timeout=self.connect_timeout,
+            timeout=self.timeout,
+            retry_seconds=self.retry_seconds,
+        )

@@ -28,12 +28,7 @@ class RemoteWyomingTts:
 
     def __init__(self, options: RemoteTtsOptions, app: Any) -> None:
         self.options = options
-        self.peer = WyomingPeer(
-            options.uri,
-            connect_timeout=options.connect_timeout,
-            timeout=options.timeout,
-            retry_seconds=options.retry_seconds,
-        )
+        self.peer = options.peer()
         self.name = f"wyoming:{self.peer.address.host}:{self.peer.address.port}"
         self.device = str(self.peer.address)
         self.info: dict[str, Any] = {"engine": self.name, "remote": str(self.peer.address)}
