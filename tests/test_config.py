@@ -152,3 +152,12 @@ def test_voiced_exits_2_and_names_the_key_on_a_bad_config(write):
     )
     assert result.returncode == 2
     assert "conversation.follow_up_seconds" in result.stderr
+
+
+def test_the_rest_of_a_failed_engine_is_a_setting_the_chains_take():
+    from voiced.pipeline import Pipeline
+
+    settings = load_settings(None, pipeline={"engine_retry_seconds": 2.5})
+    pipeline = Pipeline(settings, load_plugins())
+    pipeline.build(only={"asr", "tts"})
+    assert pipeline.asr.retry_after == pipeline.tts.retry_after == 2.5

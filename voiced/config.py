@@ -58,6 +58,9 @@ class PipelineConfig(Strict):
     overload_policy: Literal["drop-oldest", "block"] = "drop-oldest"
     asr_workers: int = Field(1, ge=1, le=16)
     stage_timeout: float = Field(60.0, gt=0, description="seconds one stage call may take")
+    engine_retry_seconds: float = Field(
+        300.0, gt=0, description="an engine that failed sits out this long, then is tried again"
+    )
     shutdown_grace: float = Field(10.0, ge=0, description="seconds a run in flight may finish")
     not_understood: str = "Sorry, I didn't understand that."
     max_say_chars: int = Field(

@@ -289,12 +289,13 @@ class Pipeline:
 
         self.sources = [make("source", name) for name in p.source] if wanted("source") else []
         self.sinks = [make("sink", name) for name in p.sink] if wanted("sink") else []
+        chain_options = {"site_id": self.settings.site_id, "retry_after": p.engine_retry_seconds}
         if wanted("asr"):
             engines = [(n, make("asr", n)) for n in p.asr]
-            self.asr = EngineChain("asr", engines, self.emit, site_id=self.settings.site_id)
+            self.asr = EngineChain("asr", engines, self.emit, **chain_options)
         if wanted("tts"):
             engines = [(n, make("tts", n)) for n in p.tts]
-            self.tts = EngineChain("tts", engines, self.emit, site_id=self.settings.site_id)
+            self.tts = EngineChain("tts", engines, self.emit, **chain_options)
         for kind, names in (("intent", p.intent), ("handler", p.handler), ("service", p.service)):
             for name in names if wanted(kind) else []:
                 self.components[(kind, name)] = make(kind, name)
