@@ -10,6 +10,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from voiced.api.audio import PIPELINE_FORMAT, pcm_to_float
+
 SAMPLE_RATE = 16000
 FULL_WINDOW_S = 30
 
@@ -68,7 +70,8 @@ def max_new_tokens(audio_seconds: float, limit: int) -> int:
 
 
 def pcm16_to_float(audio: bytes) -> np.ndarray:
-    return np.frombuffer(audio[: len(audio) // 2 * 2], dtype="<i2").astype(np.float32) / 32768.0
+    """Pipeline PCM -> mono float32 samples, with the core's conversion (a stray byte dropped)."""
+    return pcm_to_float(audio[: len(audio) // 2 * 2], PIPELINE_FORMAT)[:, 0]
 
 
 def rms_dbfs(samples: np.ndarray) -> float:

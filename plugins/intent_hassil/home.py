@@ -139,14 +139,6 @@ class Home:
             found.append(entity)
         return found
 
-    def names_for_prompt(self) -> dict[str, list[str]]:
-        """Entity, area and floor names (for an LLM prompt)."""
-        return {
-            "entities": [f"{e.name} ({e.id})" for e in self.entities],
-            "areas": [a.name for a in self.areas],
-            "floors": [f.name for f in self.floors],
-        }
-
 
 def load_home(path: str | Path) -> Home:
     """Read a home file; raise HomeError naming the file and the entry that is wrong."""
