@@ -11,6 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from voiced.api.audio import PIPELINE_FORMAT, pcm_to_float
+from voiced.api.intents import Transcript
 
 SAMPLE_RATE = 16000
 FULL_WINDOW_S = 30
@@ -125,3 +126,22 @@ def too_quiet(samples: np.ndarray, options: WhisperOptions) -> str | None:
     if options.silence_dbfs is not None and level < options.silence_dbfs:
         return f"level {level:.0f} dBFS < {options.silence_dbfs}"
     return None
+
+
+def decoded_transcript(
+    engine: str,
+    text: str,
+    language: str | None,
+    seconds: float,
+    verdict: Verdict,
+    data: dict,
+    dropped: list | None = None,
+) -> Transcript:
+    """The transcript of one decode: text cleared (and kept as ``raw_text``) when the verdict
+    says no speech; segments a loop guard dropped are named."""
+    if dropped:
+        data["dropped_segments"] = dropped
+    if verdict.no_speech:
+        data |= {"rejected": verdict.reason, "raw_text": text}
+        text = ""
+    return Transcript(text, language or "en", engine, seconds, verdict.no_speech, data)

@@ -22,6 +22,7 @@ from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
     WhisperOptions,
+    decoded_transcript,
     judge,
     max_new_tokens,
     pcm16_to_float,
@@ -196,12 +197,7 @@ class WhisperCt2Asr:
                 "total": round((t_decoded - started) * 1000, 1),
             },
         }
-        if dropped:
-            data["dropped_segments"] = dropped
-        if verdict.no_speech:
-            data |= {"rejected": verdict.reason, "raw_text": text}
-            text = ""
-        return Transcript(text, language or "en", self.name, seconds, verdict.no_speech, data)
+        return decoded_transcript(self.name, text, language, seconds, verdict, data, dropped)
 
     def _detect(self, samples: np.ndarray) -> tuple[str, float]:
         encoded = self._encode(samples, window_seconds(len(samples) / SAMPLE_RATE, self.options))

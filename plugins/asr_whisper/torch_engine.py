@@ -29,6 +29,7 @@ from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
     WhisperOptions,
+    decoded_transcript,
     judge,
     max_new_tokens,
     pcm16_to_float,
@@ -406,12 +407,7 @@ class WhisperTransformersAsr:
                 "total": round((done - started) * 1000, 1),
             },
         }
-        if dropped:
-            data["dropped_segments"] = dropped
-        if verdict.no_speech:
-            data |= {"rejected": verdict.reason, "raw_text": text}
-            text = ""
-        return Transcript(text, language or "en", self.name, seconds, verdict.no_speech, data)
+        return decoded_transcript(self.name, text, language, seconds, verdict, data, dropped)
 
     def _greedy_first(self, encoded: Any, language: str | None) -> tuple[list[int], float, float]:
         logits, _ = self._step(self._prompt(language, False), encoded, None)
