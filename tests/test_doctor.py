@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from voiced.doctor import (
     scan_hardware,
     torchaudio_check,
 )
+from voiced.doctor.gpu_checks import _torchaudio_facts
 from voiced.doctor.runner import gpu_requested
 from voiced.hookspecs import hookimpl
 
@@ -253,11 +255,12 @@ def test_on_a_gpu_machine_the_fp16_matmul_gives_right_numbers():
 def test_torchaudio_absent_is_said_and_is_not_an_error():
     check = torchaudio_check(CPU_TORCH, None, None, None)
     assert check.ok is True
-    assert "not installed" in check.detail
+    assert "not installed" in check.detail and "soxr" in check.detail
 
 
-def test_torchaudio_built_for_another_torch_fails_with_a_reinstall_from_the_rocm_index():
-    check = torchaudio_check(ROCM_TORCH, "2.4.0+rocm6.2", None, "2.4.0")
+def test_torchaudio_pinned_to_another_torch_fails_with_a_reinstall_from_the_rocm_index():
+    # up to 2.8 torchaudio's metadata pins torch==X
+    check = torchaudio_check(ROCM_TORCH, "2.4.0+rocm6.2", None, "==2.4.0")
     assert check.ok is False
     assert "built for torch 2.4.0" in check.detail
     assert "--index-url https://download.pytorch.org/whl/rocm6.2" in check.fix
@@ -272,29 +275,69 @@ def test_torchaudio_for_another_backend_fails():
 
 def test_torchaudio_that_does_not_load_fails_with_the_error():
     error = "OSError: libtorchaudio.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
-    check = torchaudio_check(ROCM_TORCH, "2.5.1+rocm6.2", error, "2.5.1")
+    check = torchaudio_check(ROCM_TORCH, "2.5.1+rocm6.2", error, "==2.5.1")
     assert check.ok is False and "undefined symbol" in check.detail
 
 
 def test_matching_torch_and_torchaudio_pass():
-    assert torchaudio_check(ROCM_TORCH, "2.5.1+rocm6.2", None, "2.5.1").ok is True
+    assert torchaudio_check(ROCM_TORCH, "2.5.1+rocm6.2", None, "==2.5.1").ok is True
 
 
 ROCM_TORCH_29 = TorchProbe("rocm", "", "2.9.1+rocm6.4", "6.4.43482", "", ROCM_TORCH.devices)
+CUDA_TORCH_214 = TorchProbe("cpu", "no GPU", "2.14.1", "", "13.0")
 
 
 def test_torchaudio_2_9_without_a_pin_or_a_tag_passes_for_the_same_torch_release():
-    # torchaudio >= 2.9: no torch== in its metadata, no +rocm tag in its version
-    assert torchaudio_check(ROCM_TORCH_29, "2.9.1", None, None).ok is True
+    # torchaudio >= 2.9: torch>=X in its metadata, no +rocm tag in its version
+    assert torchaudio_check(ROCM_TORCH_29, "2.9.1", None, ">=2.9").ok is True
 
 
-def test_torchaudio_2_9_for_another_torch_release_fails_with_the_rocm_reinstall():
-    check = torchaudio_check(ROCM_TORCH_29, "2.11.1", None, None)
+def test_torchaudio_2_11_loads_on_a_newer_torch_through_the_stable_abi():
+    # torchaudio 2.11.1 asks torch>=2.11; torch 2.14.1 loads it unmodified
+    check = torchaudio_check(CUDA_TORCH_214, "2.11.1", None, ">=2.11")
+    assert check.ok is True, check.detail
+
+
+def test_torchaudio_newer_than_its_torch_fails_with_the_rocm_reinstall():
+    check = torchaudio_check(ROCM_TORCH_29, "2.11.1", None, ">=2.11")
     assert check.ok is False
-    assert "belongs to torch 2.11" in check.detail
+    assert "needs torch >= 2.11" in check.detail and "2.9.1+rocm6.4" in check.detail
     assert "torch==2.9.1 torchaudio --index-url https://download.pytorch.org/whl/rocm6.4" in (
         check.fix
     )
+
+
+# what torchaudio 2.11.1 from the default index says beside torch 2.13.0+cpu (seen here)
+CUDA_BUILD_ERROR = (
+    "OSError: Could not load this library: .../torchaudio/lib/_torchaudio.so"
+    " <- OSError: libc10_cuda.so: cannot open shared object file: No such file or directory"
+)
+
+
+def test_the_default_cuda_torchaudio_beside_a_cpu_torch_is_named_with_the_cpu_index():
+    check = torchaudio_check(CPU_TORCH, "2.11.1", CUDA_BUILD_ERROR, ">=2.11")
+    assert check.ok is False
+    assert "is a CUDA build" in check.detail and "CPU build of torch 2.13.0+cpu" in check.detail
+    assert "libc10_cuda.so" in check.detail
+    assert check.fix.endswith("torchaudio --index-url https://download.pytorch.org/whl/cpu")
+
+
+def test_the_default_cuda_torchaudio_beside_a_rocm_torch_is_sent_to_the_rocm_index():
+    error = "OSError: libcudart.so.13: cannot open shared object file: No such file or directory"
+    check = torchaudio_check(ROCM_TORCH_29, "2.9.1", error, ">=2.9")
+    assert check.ok is False and "ROCm build of torch" in check.detail
+    assert "--index-url https://download.pytorch.org/whl/rocm6.4" in check.fix
+
+
+def test_the_torchaudio_facts_are_read_from_the_installed_metadata():
+    version, error, spec = _torchaudio_facts()
+    try:
+        expected = importlib.metadata.version("torchaudio")
+    except importlib.metadata.PackageNotFoundError:
+        assert (version, error, spec) == (None, None, None)
+        return
+    assert version == expected
+    assert spec is not None and spec[:2] in ("==", ">=")
 
 
 # -- engines ---------------------------------------------------------------------------------

@@ -29,12 +29,16 @@ class LogMel:
             device
         )
 
-    def __call__(self, samples: np.ndarray) -> Any:
-        """float32 samples (16 kHz) -> features of shape (1, n_mels, len(samples) // hop)."""
+    def __call__(self, samples: Any) -> Any:
+        """float32 samples (16 kHz; NumPy, or a tensor already on the device) -> features of
+        shape (1, n_mels, len(samples) // hop)."""
         torch = self._torch
-        waveform = torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32)).to(
-            self.device, non_blocking=True
-        )
+        if isinstance(samples, torch.Tensor):
+            waveform = samples.to(self.device, torch.float32)
+        else:
+            waveform = torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32)).to(
+                self.device, non_blocking=True
+            )
         stft = torch.stft(waveform, self.n_fft, self.hop, window=self.window, return_complex=True)
         power = (stft[..., :-1].abs() ** 2).contiguous()
         log_spec = torch.clamp(self.filters.T @ power, min=1e-10).log10()

@@ -9,6 +9,9 @@ for free, and lets the encoder run on a window sized to the utterance, which tra
 
 On a ROCm GPU every new input shape makes MIOpen search for its convolution kernels (seconds
 on first use), so fitted windows are rounded up to a few buckets, each warmed up at load.
+
+With torchaudio (optional) on a GPU, audio at another rate is resampled there and utterances
+can be levelled to a loudness (ITU-R BS.1770) before the features (``device_audio``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from .common import (
     too_quiet,
     window_seconds,
 )
+from .device_audio import SoxrAudio, TorchaudioAudio, device_audio
 from .log_mel import LogMel
 from .models import ModelError, default_cache_dir, load_error, resolve_transformers
 from .segments import spoken_text
@@ -79,6 +83,22 @@ class WhisperTransformersOptions(WhisperOptions):
         "load; default: 5, 10, 15, 20, 30 on a ROCm GPU (MIOpen tunes every new shape), "
         "none elsewhere; [] turns it off",
     )
+    torchaudio: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="resampling and loudness with torchaudio on the engine's device: auto = "
+        "on a GPU when torchaudio loads (else soxr on the CPU), on = always (a load error "
+        "without it), off = never",
+    )
+    level_lufs: float | None = Field(
+        None,
+        ge=-70,
+        le=0,
+        description="level each utterance to this integrated loudness (LUFS, ITU-R BS.1770; "
+        "e.g. -23 for quiet satellites) before the features; needs torchaudio; none = off",
+    )
+    max_gain_db: float = Field(
+        30.0, ge=0, description="the most level_lufs may raise an utterance (dB)"
+    )
 
 
 class WhisperTransformersAsr:
@@ -96,6 +116,7 @@ class WhisperTransformersAsr:
         self._torch: Any = None
         self.buckets: tuple[int, ...] = ()
         self._log_mel: LogMel | None = None
+        self._audio: SoxrAudio | TorchaudioAudio = SoxrAudio()
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -149,12 +170,24 @@ class WhisperTransformersAsr:
         extractor = self.processor.feature_extractor
         if self.device.startswith("cuda") and not getattr(extractor, "dither", 0.0):
             self._log_mel = LogMel(extractor, self.device)
+        try:
+            self._audio, audio_reason = device_audio(self.device, opts.torchaudio)
+        except RuntimeError as exc:
+            raise ModelError(f"{self.name}: {exc}") from exc
+        if opts.level_lufs is not None and not self._audio.levels:
+            log.warning("%s: level_lufs is off: %s", self.name, audio_reason)
         if opts.window_buckets is not None:
             self.buckets = tuple(sorted(set(opts.window_buckets)))
         elif choice.backend == "rocm":
             self.buckets = ROCM_WINDOW_BUCKETS
         log.info(
-            "%s: %s on %s %s (%s)", self.name, opts.model, self.device, self.dtype, choice.reason
+            "%s: %s on %s %s (%s; audio: %s)",
+            self.name,
+            opts.model,
+            self.device,
+            self.dtype,
+            choice.reason,
+            audio_reason,
         )
         if opts.warmup:
             self.warm_up()
@@ -216,16 +249,46 @@ class WhisperTransformersAsr:
     # -- inference -------------------------------------------------------------------------
 
     def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
+        return self.transcribe_samples(pcm16_to_float(audio), SAMPLE_RATE, language)
+
+    def transcribe_samples(
+        self, samples: np.ndarray, rate: int, language: str | None = None
+    ) -> Transcript:
+        """Mono float samples at any ``rate``: resampled to 16 kHz here (with torchaudio on
+        the engine's device where it is used, else soxr)."""
         if self.model is None:
             raise RuntimeError(f"{self.name}: transcribe() before load()")
+        if rate < 1000:
+            raise ValueError(f"{self.name}: unusable sample rate {rate} Hz")
         language = (language or self.options.language) if self.multilingual else "en"
-        return self._transcribe(pcm16_to_float(audio), language)
+        return self._transcribe(np.asarray(samples, dtype=np.float32), language, rate=rate)
 
-    def _features(self, samples: np.ndarray, window: int) -> Any:
-        padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
-        padded[: len(samples)] = samples[: len(padded)]
+    def _prepare(self, samples: np.ndarray, rate: int, data: dict[str, Any]) -> Any:
+        """16 kHz audio for the features, levelled when asked: NumPy, or a device tensor."""
+        level = self.options.level_lufs if self._audio.levels else None
+        if rate == SAMPLE_RATE and level is None:
+            return samples
+        signal = self._audio.to_target(samples, rate)
+        data["audio"] = {"rate": rate, "resampler": self._audio.name}
+        if level is not None:
+            signal, gain_db = self._audio.level(signal, level, self.options.max_gain_db)
+            data["audio"]["gain_db"] = round(gain_db, 1)
+        return signal
+
+    def _features(self, signal: Any, window: int) -> Any:
+        torch = self._torch
+        if isinstance(signal, torch.Tensor):  # prepared on the device
+            padded = torch.zeros(window * SAMPLE_RATE, dtype=torch.float32, device=signal.device)
+            n = min(signal.shape[-1], padded.shape[0])
+            padded[:n] = signal[:n]
+            if self._log_mel is not None:
+                return self._log_mel(padded).to(getattr(torch, self.dtype))
+            padded = padded.cpu().numpy()
+        else:
+            padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
+            padded[: len(signal)] = signal[: len(padded)]
         if self._log_mel is not None:  # on the GPU: computed there, no round trip
-            return self._log_mel(padded).to(getattr(self._torch, self.dtype))
+            return self._log_mel(padded).to(getattr(torch, self.dtype))
         features = self.processor.feature_extractor(
             padded, sampling_rate=SAMPLE_RATE, padding="longest", return_tensors="pt"
         ).input_features[..., : window * 100]
@@ -343,10 +406,14 @@ class WhisperTransformersAsr:
         return tokens, score
 
     def _transcribe(
-        self, samples: np.ndarray, language: str | None, warmup: bool = False
+        self,
+        samples: np.ndarray,
+        language: str | None,
+        warmup: bool = False,
+        rate: int = SAMPLE_RATE,
     ) -> Transcript:
         torch, opts = self._torch, self.options
-        seconds = len(samples) / SAMPLE_RATE
+        seconds = len(samples) / rate
         started = time.perf_counter()
         data: dict[str, Any] = {"device": self.device, "dtype": self.dtype}
         quiet = None if warmup else too_quiet(samples, opts)
@@ -363,7 +430,7 @@ class WhisperTransformersAsr:
         window = bucket_window(window, self.buckets)
         timestamps = window < FULL_WINDOW_S
         with torch.inference_mode():
-            features = self._features(samples, window)
+            features = self._features(self._prepare(samples, rate, data), window)
             self._synchronize()
             t_features = time.perf_counter()
             encoded = self._encode(features)

@@ -42,47 +42,90 @@ def _public(version: str) -> str:
 
 
 def _release(version: str) -> str:
-    """``2.9.1+rocm6.4`` -> ``2.9``: torchaudio 2.X is built for torch 2.X."""
+    """``2.9.1+rocm6.4`` -> ``2.9``: up to 2.8, torchaudio 2.X is built for torch 2.X only."""
     return ".".join(_public(version).split(".")[:2])
 
 
-def torchaudio_check(
-    torch_probe: TorchProbe, version: str | None, import_error: str | None, pinned_torch: str | None
-) -> Check:
-    """torch and torchaudio built for the same torch release and backend (CPU/CUDA/ROCm).
+def _numbers(version: str) -> tuple[int, ...]:
+    """``2.11.1+cu130`` -> ``(2, 11, 1)`` (pre-release and local parts dropped)."""
+    parts = []
+    for part in _public(version).split("."):
+        digits = re.match(r"\d+", part)
+        if not digits:
+            break
+        parts.append(int(digits.group()))
+    return tuple(parts)
 
-    Up to 2.8 torchaudio's metadata pins ``torch==X`` and the wheel indexes tag both with the
-    backend (``+rocm6.2``); from 2.9 there may be neither, so the release (2.X of both) and
-    the import itself (an ABI mismatch fails it) are what is left to check.
+
+def _cuda_only_build(import_error: str) -> bool:
+    """The import failed for want of CUDA's libraries: a CUDA build beside a CPU/ROCm torch."""
+    return bool(re.search(r"lib(c10_cuda|torch_cuda|cudart|cudnn|cublas)\S*\.so", import_error))
+
+
+def torchaudio_check(
+    torch_probe: TorchProbe, version: str | None, import_error: str | None, torch_spec: str | None
+) -> Check:
+    """torch and torchaudio that load together, built for the same backend (CPU/CUDA/ROCm).
+
+    ``torch_spec`` is torchaudio's requirement on torch from its metadata. Up to 2.8 it is
+    ``==2.X.Y`` and the wheel indexes tag both packages with the backend (``+rocm6.2``), so
+    they must match exactly. From 2.9 torchaudio is built on torch's stable ABI: it asks
+    ``>=2.X`` and may carry no tag, so a newer torch is fine (torch 2.14.1 loads torchaudio
+    2.11.1) and the import itself is the backend test: the default wheel is a CUDA build,
+    which does not load beside a CPU or ROCm torch.
     """
     name = "torch + torchaudio"
     if version is None:
         return Check(
             name,
             True,
-            "torchaudio is not installed (optional: no voiced engine needs it)",
+            "torchaudio is not installed (optional: with it the torch Whisper engine resamples "
+            "and levels audio on its device; without it soxr does it on the CPU)",
             section="gpu",
         )
     torch_version = torch_probe.version
+    index = torch_index(torch_probe)
     fix = (
         f"reinstall both from one index: pip install --force-reinstall torch=="
-        f"{_public(torch_version) or '<version>'} torchaudio --index-url "
-        f"{torch_index(torch_probe)}"
+        f"{_public(torch_version) or '<version>'} torchaudio --index-url {index}"
     )
+    spec = (torch_spec or "").replace(" ", "")
+    exact, floor = spec.startswith("=="), spec.startswith(">=")
+    wanted = spec[2:]
     if import_error:
+        if _cuda_only_build(import_error) and not torch_probe.cuda_version:
+            backend = "ROCm" if torch_probe.hip_version else "CPU"
+            return Check(
+                name,
+                False,
+                f"torchaudio {version} is a CUDA build (the default wheel) and does not load "
+                f"beside the {backend} build of torch {torch_version}: {import_error}",
+                f"install the {backend} build of torchaudio: pip install --force-reinstall "
+                f"--no-deps torchaudio --index-url {index}",
+                section="gpu",
+            )
         return Check(
             name, False, f"torchaudio {version} does not load: {import_error}", fix, section="gpu"
         )
-    if pinned_torch and torch_version and _public(pinned_torch) != _public(torch_version):
+    if exact and torch_version and _public(wanted) != _public(torch_version):
         return Check(
             name,
             False,
-            f"torchaudio {version} was built for torch {pinned_torch}, "
+            f"torchaudio {version} was built for torch {wanted}, "
             f"but torch {torch_version} is installed",
             fix,
             section="gpu",
         )
-    if torch_version and _release(version) != _release(torch_version):
+    if floor and torch_version and _numbers(torch_version) < _numbers(wanted):
+        return Check(
+            name,
+            False,
+            f"torchaudio {version} needs torch >= {wanted}, but torch {torch_version} is installed",
+            fix,
+            section="gpu",
+        )
+    stable_abi = _numbers(version) >= (2, 9)
+    if not stable_abi and torch_version and _release(version) != _release(torch_version):
         return Check(
             name,
             False,
@@ -225,18 +268,28 @@ def _arch(hw: GpuHardware, probe: TorchProbe) -> str:
 
 
 def _torchaudio_facts() -> tuple[str | None, str | None, str | None]:
-    """(installed version, import error, the torch version it pins)."""
+    """(installed version, import error, its requirement on torch: ``==2.5.1`` / ``>=2.11``)."""
     try:
         version = importlib.metadata.version("torchaudio")
     except importlib.metadata.PackageNotFoundError:
         return None, None, None
-    pinned = None
+    spec = None
     for req in importlib.metadata.requires("torchaudio") or []:
-        match = re.match(r"^torch\s*==\s*([^\s;,]+)", req)
+        match = re.match(r"^torch\s*(?:\(\s*)?(==|>=)\s*([^\s;,)]+)", req)
         if match:
-            pinned = match.group(1)
+            spec = match.group(1) + match.group(2)
     try:
         import torchaudio.functional  # noqa: F401  (loads libtorchaudio where it has one)
-    except Exception as exc:  # an ABI mismatch shows up as OSError: undefined symbol
-        return version, f"{type(exc).__name__}: {exc}", pinned
-    return version, None, pinned
+    except Exception as exc:  # an ABI or backend mismatch shows up as OSError
+        return version, _error_chain(exc), spec
+    return version, None, spec
+
+
+def _error_chain(exc: BaseException) -> str:
+    """An exception and its causes: torch's "Could not load this library" hides the reason
+    (``libc10_cuda.so: cannot open shared object file``) in ``__cause__``."""
+    parts = []
+    while exc is not None and len(parts) < 3:
+        parts.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__
+    return " <- ".join(parts)
