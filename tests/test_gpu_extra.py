@@ -1,18 +1,21 @@
-"""The `gpu` extra's floors load both torch engines, and so does the newest transformers.
+"""The `gpu` extra's floors load both torch engines, and so do the newest releases.
 
 Each load runs in a child process: once with the venv's transformers (the newest that
 `scripts/test` resolved), once with the floor of the `gpu` extra installed (with its own
 dependencies) into ``~/.cache/voiced-tests/transformers-<floor>-py<X.Y>/`` and put first on
-PYTHONPATH. The child converts the bundled tiny.en to a transformers checkpoint, loads it with
-whisper-transformers through ``from_pretrained`` and transcribes real speech; it builds the
-tiny VITS model and speaks with vits-transformers. Cold: one pip install (~1 min, ~150 MB);
-warm: two child processes (~40 s together).
+PYTHONPATH, both on the venv's torch (2.13.0+cpu, the oldest installable here at a sane
+size: the index's torch 2.6 is a 767 MB CUDA build needing ~2.5 GB of CUDA libraries, see
+docs/asr.md); and once with the newest torch the index here allows (2.14.1, from the cache of
+``torch_sites``). The child converts the bundled tiny.en to a transformers checkpoint, loads
+it with whisper-transformers through ``from_pretrained`` and transcribes real speech; it
+builds the tiny VITS model and speaks with vits-transformers. Cold: one pip install (~1 min,
+~150 MB; the torch 2.14.1 cache is shared with test_torchaudio.py); warm: three child
+processes (~60 s together).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from speech import steady_piper
+from torch_sites import TORCH_PAIR, child_env, torchaudio_site
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("transformers")
@@ -32,7 +36,7 @@ CACHE = Path.home() / ".cache" / "voiced-tests"
 CHILD = r"""
 import json, sys
 from pathlib import Path
-import transformers
+import torch, transformers
 sys.path.insert(0, sys.argv[3])
 from tiny_vits import build_tiny_vits
 from voiced_plugins.asr_whisper.torch_engine import (
@@ -46,7 +50,8 @@ text = asr.transcribe(Path(sys.argv[2]).read_bytes()).text
 tts = VitsTts(VitsOptions(model=str(build_tiny_vits(work / "vits")), device="cpu", seed=1))
 tts.load()
 chunk = tts.synthesize("Turn on the lights.")
-print(json.dumps({"transformers": transformers.__version__, "text": text,
+print(json.dumps({"transformers": transformers.__version__, "torch": torch.__version__,
+                  "text": text,
                   "vits_samples": chunk.samples, "vits_dtype": tts.dtype}))
 """
 
@@ -91,11 +96,7 @@ def floor_site(version: str) -> Path:
 def load_both(tmp_path: Path, site: Path | None) -> dict:
     speech = tmp_path / "kitchen.pcm"
     speech.write_bytes(steady_piper("Turn on the kitchen lights."))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VOICED_")}
-    if site is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep
-        )
+    env = child_env(site)
     result = subprocess.run(
         [sys.executable, "-c", CHILD, str(tmp_path), str(speech), str(Path(__file__).parent)],
         capture_output=True,
@@ -124,6 +125,15 @@ def test_the_installed_newest_transformers_loads_both_engines(tmp_path):
     import transformers
 
     loaded = load_both(tmp_path, None)
+    assert loaded["transformers"] == transformers.__version__
+    check(loaded)
+
+
+def test_the_newest_torch_here_loads_both_engines(tmp_path):
+    import transformers
+
+    loaded = load_both(tmp_path, torchaudio_site())
+    assert loaded["torch"].split("+")[0] == TORCH_PAIR["torch"]
     assert loaded["transformers"] == transformers.__version__
     check(loaded)
 
