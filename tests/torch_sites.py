@@ -6,8 +6,8 @@ index offers (2.11.1, ``torch>=2.11``) is a CUDA build, whose ``_torchaudio.so``
 process with ``TORCH_PAIR`` installed, with its CUDA libraries (a CUDA build runs on the CPU
 when no GPU is there), into ``~/.cache/voiced-tests/torch-<v>-torchaudio-<v>-py<X.Y>/`` and
 put first on PYTHONPATH. torch 2.14.1 is the newest the index here allows and loads
-torchaudio 2.11.1 unmodified (stable ABI). Cold: one pip install, ~1 min 45 s and 5.4 GB
-(nvidia 3.2 GB, torch 1.2 GB, triton 0.9 GB); warm: nothing.
+torchaudio 2.11.1 unmodified (stable ABI). Cold: one pip install, 1 min 40 s to 3 min (by
+load), 5.4 GB (nvidia 3.2 GB, torch 1.2 GB, triton 0.9 GB); warm: nothing.
 
 ``python tests/torch_sites.py`` builds it (``scripts/test`` does, before pytest).
 """
