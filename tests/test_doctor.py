@@ -319,7 +319,10 @@ def test_the_default_cuda_torchaudio_beside_a_cpu_torch_is_named_with_the_cpu_in
     assert check.ok is False
     assert "is a CUDA build" in check.detail and "CPU build of torch 2.13.0+cpu" in check.detail
     assert "libc10_cuda.so" in check.detail
-    assert check.fix.endswith("torchaudio --index-url https://download.pytorch.org/whl/cpu")
+    assert check.fix.endswith(
+        "pip uninstall -y torchaudio && "
+        "pip install torchaudio --index-url https://download.pytorch.org/whl/cpu"
+    )
 
 
 def test_the_default_cuda_torchaudio_beside_a_rocm_torch_is_sent_to_the_rocm_index():

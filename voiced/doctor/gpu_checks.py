@@ -100,8 +100,10 @@ def torchaudio_check(
                 False,
                 f"torchaudio {version} is a CUDA build (the default wheel) and does not load "
                 f"beside the {backend} build of torch {torch_version}: {import_error}",
-                f"install the {backend} build of torchaudio: pip install --force-reinstall "
-                f"--no-deps torchaudio --index-url {index}",
+                # a plain install keeps this torch where it satisfies the torchaudio found,
+                # else takes a newer one of the same build from the same index
+                f"install the {backend} build of torchaudio: pip uninstall -y torchaudio && "
+                f"pip install torchaudio --index-url {index}",
                 section="gpu",
             )
         return Check(
