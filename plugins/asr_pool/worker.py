@@ -138,7 +138,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from voiced.api.config import ConfigError, load_settings
+    from voiced.api.config import ConfigError, load_settings, stage_base_name
     from voiced.api.host import load_plugins, make_stage, setup_logging
 
     setup_logging(args.log_level or os.environ.get("VOICED_LOG_LEVEL", "INFO"))
@@ -146,7 +146,7 @@ def run_command(args: argparse.Namespace) -> int:
         settings = load_settings(args.config)
         host = load_plugins(settings.plugins.disabled)
         options = PoolOptions.model_validate(settings.stage_options("asr", POOL_STAGE))
-        names = [n for n in settings.pipeline.asr if n.split("#")[0] != POOL_STAGE]
+        names = [n for n in settings.pipeline.asr if stage_base_name(n) != POOL_STAGE]
         if not names:
             raise ConfigError("pipeline.asr names no engine besides mqtt-pool for the worker")
         engines = [(n, make_stage(host, settings, "asr", n, app=None)) for n in names]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from voiced.api.config import stage_base_name, stage_value
 from voiced.api.doctor import Check
 
 from .peer import RemoteError, WyomingPeer
@@ -20,9 +21,9 @@ def remote_checks(settings: Any) -> list[Check]:
         return checks
     for kind in KINDS:
         for name in getattr(pipeline, kind):
-            if name.split("#", 1)[0].strip().lower() != "wyoming":
+            if stage_base_name(name) != "wyoming":
                 continue
-            uri = settings.stage_options(kind, name).get("uri")
+            uri = stage_value(name) or settings.stage_options(kind, name).get("uri")
             checks.append(remote_check(kind, name, uri))
     return checks
 
