@@ -11,7 +11,7 @@ from voiced.api.doctor import Check
 
 from .peer import RemoteError, WyomingPeer
 
-KINDS = ("asr", "tts", "wake")
+KINDS = ("asr", "tts", "wake", "intent")
 
 
 def remote_checks(settings: Any) -> list[Check]:
@@ -51,7 +51,8 @@ def remote_check(kind: str, name: str, uri: str | None) -> Check:
     finally:
         peer.close()
     ms = (time.monotonic() - started) * 1000
-    programs = [p for p in getattr(info, kind) if p.installed]
+    offered = [*info.handle, *info.intent] if kind == "intent" else getattr(info, kind)
+    programs = [p for p in offered if p.installed]
     if not programs:
         return Check(label, False, f"{peer.address} answers but offers no {kind}", "")
     items = programs[0].voices if kind == "tts" else programs[0].models
