@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -9,8 +10,27 @@ from collections.abc import Callable
 from typing import Any
 
 from voiced.events import EngineFallback, Event, StageLoaded
+from voiced.stages import StageCall
 
 log = logging.getLogger(__name__)
+
+
+def takes_call(function: Callable[..., Any]) -> bool:
+    """Whether an engine method declares the ``call`` keyword (``voiced.stages.StageCall``)."""
+    target = getattr(function, "__func__", function)
+    known = _TAKES_CALL.get(target)
+    if known is None:
+        try:
+            parameter = inspect.signature(target).parameters.get("call")
+        except (TypeError, ValueError):  # a builtin without a signature
+            parameter = None
+        keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        known = parameter is not None and parameter.kind in keyword
+        _TAKES_CALL[target] = known
+    return known
+
+
+_TAKES_CALL: dict[Any, bool] = {}
 
 
 class ChainError(RuntimeError):
@@ -84,9 +104,13 @@ class EngineChain:
         errors: list[str] = []
         first, _ = self.active
         order = self._order_from(first)
+        call = StageCall(run_id, site_id)
         for position, (name, engine) in enumerate(order):
             try:
-                return name, getattr(engine, method)(*args)
+                function = getattr(engine, method)
+                if takes_call(function):
+                    return name, function(*args, call=call)
+                return name, function(*args)
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}"
                 errors.append(f"{name}: {reason}")

@@ -74,6 +74,17 @@ class Vad(Stage, Protocol):
         """One frame of ``frame_samples`` 16 kHz 16-bit mono samples -> 0.0..1.0."""
 
 
+@dataclass(frozen=True)
+class StageCall:
+    """Which run a chain call serves. An engine method that declares a keyword ``call``
+    (``def transcribe(self, audio, language=None, *, call: StageCall | None = None)``) is
+    given one; others are called as before. ``run_id`` is None outside a run (a speculative
+    reading during a pause, ``voiced transcribe``)."""
+
+    run_id: str | None = None
+    site_id: str = "default"
+
+
 class Asr(Stage, Protocol):
     name: str
     device: str
@@ -81,7 +92,8 @@ class Asr(Stage, Protocol):
     def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
         """16 kHz mono 16-bit PCM of one utterance -> its text (runs in a worker thread).
 
-        Optional: ``draft(audio, language)``, a quicker first reading (no N-best, no retry)
+        Optional: a keyword ``call: StageCall`` (the run it serves: a pool keys its jobs by
+        it); ``draft(audio, language)``, a quicker first reading (no N-best, no retry)
         that the early-commit speculation during a pause uses when the engine offers it."""
 
 
