@@ -85,7 +85,26 @@ class StageCall:
     site_id: str = "default"
 
 
+class AsrStream(Protocol):
+    """One utterance streamed to an engine while it is spoken (``Asr.open_stream``)."""
+
+    def feed(self, audio: bytes) -> None:
+        """More of the utterance (pipeline format), as the segmenter passes it; on the event
+        loop: must not block (hand it to a thread of the stream's own)."""
+
+    def finish(self, audio: bytes, language: str | None = None) -> Transcript:
+        """The utterance ended (``audio`` is all of it, for the record): its transcript. Runs
+        in a worker thread; raises when the stream failed, and the chain's next engine then
+        transcribes the whole utterance."""
+
+    def abort(self) -> None:
+        """The utterance will not be transcribed (mute, barge-in, early commit, dropped)."""
+
+
 class Asr(Stage, Protocol):
+    """Optional: ``open_stream(call: StageCall, language) -> AsrStream | None``, an engine
+    that starts on the utterance while it is spoken (None: not now, send it whole)."""
+
     name: str
     device: str
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from voiced.stages import (
     STAGE_KINDS,
     Asr,
+    AsrStream,
     Service,
     Sink,
     Source,
@@ -22,6 +23,7 @@ from voiced.stages import (
 __all__ = [
     "STAGE_KINDS",
     "Asr",
+    "AsrStream",
     "Service",
     "Sink",
     "Source",
