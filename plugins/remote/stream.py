@@ -36,7 +36,7 @@ class RemoteAsrStream:
     def __init__(self, asr: RemoteWyomingAsr, language: str | None, longest: float) -> None:
         self.asr = asr
         self.language = language
-        self.longest = longest  # seconds an utterance may last: a stream never finished ends
+        self.longest = longest  # seconds without more speech or an end: the stream gives up
         self._chunks: queue.SimpleQueue[bytes] = queue.SimpleQueue()
         self._aborted = threading.Event()
         self._done = threading.Event()
@@ -109,13 +109,13 @@ class RemoteAsrStream:
                 conn, _ = peer.connect()
                 peer.write(conn, opening, options.timeout)
             step = options.samples_per_chunk * fmt.width
-            deadline = time.monotonic() + self.longest
             while True:
                 try:
-                    audio = self._chunks.get(timeout=max(0.0, deadline - time.monotonic()))
-                except queue.Empty:
-                    self._aborted.set()
-                    break
+                    audio = self._chunks.get(timeout=self.longest)
+                except queue.Empty:  # neither more speech nor an end: give the connection back
+                    conn.close()
+                    self._error = RemoteError(f"the stream got nothing for {self.longest:g} s")
+                    return
                 if not audio:  # _STOP
                     break
                 chunks = (
