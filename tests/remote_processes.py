@@ -170,3 +170,36 @@ def piper_server(folder: Path, port: int | None = None) -> ServiceProcess:
         f"tcp://127.0.0.1:{port}",
     ]
     return ServiceProcess(command, port, folder, "wyoming-piper")
+
+
+REMOTE_INTENT_CONFIG = """
+site_id = "nas"
+log_level = "INFO"
+
+[pipeline]
+source = []
+asr = ["whisper-ctranslate2"]
+intent = ["hassil"]
+handler = ["builtin", "responses"]
+tts = ["piper"]
+service = ["wyoming"]
+
+[stages.intent.hassil]
+home = "{home}"
+
+[stages.service.wyoming]
+uri = "tcp://127.0.0.1:{port}"
+services = ["intent", "handle"]
+"""
+
+
+def remote_intent_voiced(folder: Path, port: int | None = None) -> ServiceProcess:
+    """``voiced run`` serving Wyoming ``intent`` and ``handle``: hassil on the repository's
+    example home, the built-in handlers (it tells the time itself: ``handled``; lights are
+    left to the asker: ``intent``)."""
+    port = port or free_port()
+    home = Path(__file__).resolve().parents[1] / "config" / "home.yaml"
+    config = folder / "remote-intent-voiced.toml"
+    config.write_text(REMOTE_INTENT_CONFIG.format(port=port, home=home))
+    command = [sys.executable, "-m", "voiced.cli", "--config", str(config), "run"]
+    return ServiceProcess(command, port, folder, "remote-intent-voiced")

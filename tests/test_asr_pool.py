@@ -18,9 +18,12 @@ from speech import silence, steady_piper
 from voiced_plugins.asr_pool.doctor import workers_check
 from voiced_plugins.asr_pool.frontend import MqttPoolAsr, PoolUnavailable
 from voiced_plugins.asr_pool.options import PoolConfigError, PoolOptions
+from voiced_plugins.asr_pool.wire import Job
 from voiced_plugins.mqtt.options import MqttOptions
 
 from voiced.audio import write_wav
+from voiced.chain import EngineChain
+from voiced.stages import StageCall
 
 pytestmark = pytest.mark.slow
 
@@ -199,3 +202,59 @@ def test_voiced_worker_refuses_an_anonymous_broker_and_says_how_to_override(mosq
     )
     assert done.returncode == 2
     assert "needs a login" in done.stderr and "allow_anonymous = true" in done.stderr
+
+
+def results_for(recorder, job: str) -> list[dict]:
+    out = []
+    for topic, payload, _ in list(recorder.messages):
+        if "/reply/" in topic:
+            reply = json.loads(payload)
+            if reply["type"] == "result" and reply["id"] == job:
+                out.append(reply)
+    return out
+
+
+def test_jobs_are_keyed_by_run_and_the_same_utterance_of_a_run_is_answered_once(
+    mosquitto, pool, speech, mqtt_recorder, tmp_path
+):
+    replies = mqtt_recorder("voiced/asr-pool/reply/#")
+    stage = front_end(mosquitto)
+    chain = EngineChain("asr", [("mqtt-pool", stage)], lambda event: None)
+    chain.load()
+    try:
+        wait_online(stage, 3, pool)
+        # the chain hands the pool the run the utterance belongs to
+        _, transcript = chain.call("transcribe", speech[0], None, run_id="run-7", site_id="hall")
+        assert "kitchen" in transcript.text.lower()
+        assert transcript.data["run_id"] == "run-7"
+        job = transcript.data["job"]
+        assert job.startswith("run-7-")
+
+        # asked again while in flight and after: one job, one answer, the same text
+        call = StageCall("run-8", "hall")
+        with ThreadPoolExecutor(2) as both:
+            twice = list(both.map(lambda a: stage.transcribe(a, call=call), [speech[1]] * 2))
+        again = stage.transcribe(speech[1], call=call)
+        assert {t.data["job"] for t in (*twice, again)} == {twice[0].data["job"]}
+        assert {t.text for t in (*twice, again)} == {twice[0].text}
+        assert "bedroom" in again.text.lower()
+        # another utterance of the same run is another job
+        other = stage.transcribe(speech[2], call=call)
+        assert other.data["job"] != again.data["job"] and "time" in other.text.lower()
+        assert stage.stats.jobs == 3 and stage.stats.asked_again == 2
+
+        # the broker delivering the first job again (three times, round the three workers):
+        # the worker that answered it answers from memory, the front end keeps its first answer
+        redelivered = Job(job, stage.reply_topic, time.time() + 30, speech[0], run_id="run-7")
+        for _ in range(3):
+            stage.connection.publish("voiced/asr-pool/jobs", redelivered.encode(), qos=1)
+        replies.wait_for(lambda _: len(results_for(replies, job)) >= 4, timeout=60)
+        deadline = time.monotonic() + 10
+        while stage.stats.duplicates_dropped < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the front end's own subscription gets them a moment later
+        assert stage.stats.duplicates_dropped == 3
+        assert stage.stats.answered == 3
+        logs = "".join(w.log.read_text(errors="replace") for w in pool.values())
+        assert f"job {job[:12]} redelivered; same answer" in logs
+    finally:
+        chain.close()

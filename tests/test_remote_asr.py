@@ -81,6 +81,20 @@ async def test_a_second_voiced_transcribes_for_the_front_end(voiced_peer, folder
     assert loaded.data["program"] == "voiced-asr"
 
 
+async def test_the_config_file_names_the_remote_with_its_address(
+    voiced_peer, folder, command_audio
+):
+    config = folder / "front-end.toml"
+    config.write_text(f'[pipeline]\nasr = ["wyoming:{voiced_peer.uri}", "whisper-ctranslate2"]\n')
+    chosen = front_end(folder, command_audio, voiced_peer.uri)
+    del chosen["pipeline"]["asr"], chosen["stages"]["asr"]  # the file says it all
+    _, events = await run_pipeline(chosen, config=config)
+    [transcript] = events.of("transcript")
+    assert transcript.data["engine"] == f"wyoming:{voiced_peer.uri}"
+    assert transcript.data["remote"] == voiced_peer.uri
+    assert "kitchen light" in transcript.data["text"].lower()
+
+
 async def test_wyoming_faster_whisper_from_pypi_transcribes_for_the_front_end(
     whisper_peer, folder, command_audio
 ):

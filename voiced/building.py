@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from pydantic import ValidationError
 
-from voiced.config import ConfigError, Settings, format_validation_error
+from voiced.config import ConfigError, Settings, format_validation_error, stage_key, stage_value
 from voiced.plugins import PluginHost
 from voiced.stages import STAGE_KINDS
 
@@ -27,6 +28,12 @@ def validate_options(host: PluginHost, settings: Settings, kind: str, name: str,
     if spec is None:
         raise ConfigError(f"{where}: {unknown_stage_message(host, kind, name, key)}")
     raw = settings.stage_options(kind, name)
+    value = stage_value(name)
+    if value:  # "wyoming:gpu-box:10300": the value sets the stage's shorthand option
+        where = _source_of(settings, key)
+        if not spec.shorthand or spec.options is None:
+            raise ConfigError(f"{where}: {key}: stage {spec.name!r} takes no ':VALUE' ({name!r})")
+        raw = {**raw, spec.shorthand: value}
     if spec.options is None:
         if raw:
             raise ConfigError(f"{where}: stages.{kind}.{name}: this stage takes no options")
@@ -34,7 +41,19 @@ def validate_options(host: PluginHost, settings: Settings, kind: str, name: str,
     try:
         return spec.options.model_validate(raw)
     except ValidationError as exc:
-        raise ConfigError(format_validation_error(exc, where, f"stages.{kind}.{name}")) from None
+        if value and any(err["loc"][:1] == (spec.shorthand,) for err in exc.errors()):
+            reason = next(e["msg"] for e in exc.errors() if e["loc"][:1] == (spec.shorthand,))
+            raise ConfigError(f"{where}: {key}: {name!r}: {reason}") from None
+        block = f"stages.{kind}.{stage_key(name)}"
+        raise ConfigError(format_validation_error(exc, where, block)) from None
+
+
+def _source_of(settings: Settings, key: str) -> str:
+    """The environment variable that set ``key`` (``pipeline.asr``), else the config file."""
+    env_name = "VOICED_" + key.upper().replace(".", "__")
+    if env_name in os.environ:
+        return f"environment {env_name}"
+    return str(settings.config_file or "config")
 
 
 def configured_stages(settings: Settings) -> list[tuple[str, str, str]]:

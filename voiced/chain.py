@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import time
@@ -9,8 +10,27 @@ from collections.abc import Callable
 from typing import Any
 
 from voiced.events import EngineFallback, Event, StageLoaded
+from voiced.stages import AsrStream, StageCall
 
 log = logging.getLogger(__name__)
+
+
+def takes_call(function: Callable[..., Any]) -> bool:
+    """Whether an engine method declares the ``call`` keyword (``voiced.stages.StageCall``)."""
+    target = getattr(function, "__func__", function)
+    known = _TAKES_CALL.get(target)
+    if known is None:
+        try:
+            parameter = inspect.signature(target).parameters.get("call")
+        except (TypeError, ValueError):  # a builtin without a signature
+            parameter = None
+        keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        known = parameter is not None and parameter.kind in keyword
+        _TAKES_CALL[target] = known
+    return known
+
+
+_TAKES_CALL: dict[Any, bool] = {}
 
 
 class ChainError(RuntimeError):
@@ -84,23 +104,69 @@ class EngineChain:
         errors: list[str] = []
         first, _ = self.active
         order = self._order_from(first)
+        call = StageCall(run_id, site_id)
         for position, (name, engine) in enumerate(order):
             try:
-                return name, getattr(engine, method)(*args)
+                function = getattr(engine, method)
+                if takes_call(function):
+                    return name, function(*args, call=call)
+                return name, function(*args)
             except Exception as exc:
                 reason = f"{type(exc).__name__}: {exc}"
                 errors.append(f"{name}: {reason}")
-                with self._lock:
-                    self._resting_until[name] = time.monotonic() + self.retry_after
                 nxt = order[position + 1][0] if position + 1 < len(order) else None
-                log.warning("%s engine %s failed: %s; next: %s", self.kind, name, reason, nxt)
-                fallback = EngineFallback(self.kind, name, reason, "run", nxt)
-                self.emit(fallback.event(run_id, site_id))
+                self._failed(name, reason, nxt, run_id, site_id)
         raise ChainError(f"every {self.kind} engine failed ({'; '.join(errors)})")
+
+    def open_stream(
+        self, run_id: str | None, site_id: str, language: str | None = None
+    ) -> tuple[str, AsrStream] | None:
+        """A stream to the active engine if it offers one (``Asr.open_stream``), else None.
+        Called on the event loop when speech starts: the engine's opener must not block."""
+        name, engine = self.active
+        opener = getattr(engine, "open_stream", None)
+        if opener is None:
+            return None
+        try:
+            stream = opener(StageCall(run_id, site_id), language)
+        except Exception as exc:
+            log.info("%s engine %s: no stream (%s: %s)", self.kind, name, type(exc).__name__, exc)
+            return None
+        return (name, stream) if stream is not None else None
+
+    def finish_stream(
+        self,
+        name: str,
+        stream: AsrStream,
+        audio: bytes,
+        language: str | None = None,
+        *,
+        run_id: str | None = None,
+        site_id: str = "default",
+    ) -> tuple[str, Any]:
+        """The streamed utterance's transcript; when the stream failed, the whole utterance
+        goes to the chain (the failed engine rests, so the next one serves)."""
+        try:
+            return name, stream.finish(audio, language)
+        except Exception as exc:
+            names = [n for n, _ in self.loaded]
+            rest = names[names.index(name) + 1 :] + names[: names.index(name)]
+            self._failed(
+                name, f"{type(exc).__name__}: {exc}", next(iter(rest), None), run_id, site_id
+            )
+        return self.call("transcribe", audio, language, run_id=run_id, site_id=site_id)
 
     def close(self) -> None:
         for _, engine in self.loaded:
             engine.close()
+
+    def _failed(
+        self, name: str, reason: str, nxt: str | None, run_id: str | None, site_id: str
+    ) -> None:
+        with self._lock:
+            self._resting_until[name] = time.monotonic() + self.retry_after
+        log.warning("%s engine %s failed: %s; next: %s", self.kind, name, reason, nxt)
+        self.emit(EngineFallback(self.kind, name, reason, "run", nxt).event(run_id, site_id))
 
     def _order_from(self, first: str) -> list[tuple[str, Any]]:
         names = [n for n, _ in self.loaded]

@@ -159,7 +159,8 @@ class Settings(BaseSettings):
 
     def stage_options(self, kind: str, name: str) -> dict[str, Any]:
         """Raw options for a stage; ``a-b`` and ``a_b`` name the same stage (env vars)."""
-        wanted = {normalize_name(name), normalize_name(name.split("#", 1)[0])}
+        key = stage_key(name)
+        wanted = {normalize_name(key), stage_base_name(key)}
         merged: dict[str, Any] = {}
         for key in sorted(self.stages.get(kind, {}), key=lambda k: "#" in k):
             if normalize_name(key) in wanted:
@@ -194,6 +195,22 @@ def _decode_json_leaves(value: Any) -> Any:
 
 def normalize_name(name: str) -> str:
     return name.strip().lower().replace("_", "-")
+
+
+def stage_key(name: str) -> str:
+    """``wyoming#gpu:host:port`` -> ``wyoming#gpu``: the name without its ``:VALUE``."""
+    return name.partition(":")[0].strip()
+
+
+def stage_value(name: str) -> str:
+    """``wyoming:host:port`` -> ``host:port``: what the stage's shorthand option is set to
+    (the same ``NAME:VALUE`` as ``--asr wyoming:host:port``); empty when none."""
+    return name.partition(":")[2].strip()
+
+
+def stage_base_name(name: str) -> str:
+    """``wyoming#gpu:host:port`` -> ``wyoming``: the registered stage a configured name uses."""
+    return normalize_name(stage_key(name).split("#", 1)[0])
 
 
 def find_config_file(explicit: str | Path | None = None) -> Path | None:

@@ -30,6 +30,7 @@ from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
 from voiced.speech_cache import SpeechCache
+from voiced.speech_stream import SpeechStream
 from voiced.stages import Sink, Source
 
 log = logging.getLogger(__name__)
@@ -455,6 +456,7 @@ class Pipeline:
             muted=self._muted_sites.pop(site_id, self.muted_default),
             speculate=self._speculate,
             commit_early=self._commit_early,
+            open_stream=self._open_stream,
         )
         self.sites[site_id] = site
         siteless = self._siteless.pop(site_id, None)
@@ -498,6 +500,8 @@ class Pipeline:
                     dropped_total=self.dropped_utterances,
                 )
             )
+            if dropped.stream is not None:
+                dropped.stream.abort()
             if dropped.reply is not None and not dropped.reply.done():
                 dropped.reply.set_exception(StageFailed("asr-queue", message))
             dropped.run.end("dropped")
@@ -544,6 +548,11 @@ class Pipeline:
         finally:
             self._speculating -= 1
 
+    def _open_stream(self, run: Run) -> SpeechStream | None:
+        """A stream to the active ASR engine for the utterance starting now, if it has one."""
+        opened = self.asr.open_stream(run.run_id, run.site_id) if self.asr is not None else None
+        return SpeechStream(*opened) if opened is not None else None
+
     def _commit_early(self, run: Run, speculation: Speculation) -> None:
         """Answer a run from its speculative pass (the site ended its utterance early)."""
         run.answer_in(self._spawn(self._respond(run, speculation.transcript, speculation)))
@@ -558,9 +567,11 @@ class Pipeline:
                 reply.set_exception(exc)
             return
         if run.end_if_cancelled():
+            if utterance.stream is not None:
+                utterance.stream.abort()
             return
         try:
-            transcript = await run.transcribe(utterance.audio)
+            transcript = await run.transcribe(utterance.audio, stream=utterance.stream)
         except StageFailed:
             run.end("error")
             return

@@ -12,7 +12,7 @@ from typing import Any
 import pluggy
 
 from voiced import hookspecs
-from voiced.config import normalize_name
+from voiced.config import normalize_name, stage_base_name
 from voiced.stages import STAGE_KINDS, StageSpec
 
 log = logging.getLogger(__name__)
@@ -66,7 +66,7 @@ class PluginHost:
     stages: dict[tuple[str, str], StageSpec]
 
     def stage_spec(self, kind: str, name: str) -> StageSpec | None:
-        return self.stages.get((kind, normalize_name(name.split("#", 1)[0])))
+        return self.stages.get((kind, stage_base_name(name)))
 
     def stage_names(self, kind: str) -> list[str]:
         return sorted(spec.name for (k, _), spec in self.stages.items() if k == kind)

@@ -26,6 +26,7 @@ from voiced.responder import speak
 if TYPE_CHECKING:
     from voiced.chain import EngineChain
     from voiced.config import Settings
+    from voiced.speech_stream import SpeechStream
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ class Utterance:
     reason: str
     language: str | None = None
     reply: asyncio.Future[Transcript] | None = None
+    stream: SpeechStream | None = None  # streamed to an ASR engine while it was spoken
 
 
 class RunServices(Protocol):
@@ -229,18 +231,24 @@ class Run:
         except Exception as exc:
             raise self.failed(stage, exc) from exc
 
-    async def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
-        """Speech to text on the ASR chain; emits ``transcript``. Raises StageFailed."""
+    async def transcribe(
+        self, audio: bytes, language: str | None = None, stream: SpeechStream | None = None
+    ) -> Transcript:
+        """Speech to text on the ASR chain (finishing ``stream`` when the utterance was
+        streamed while spoken); emits ``transcript``. Raises StageFailed."""
         asr = self.services.asr
         if asr is None:
             raise self.failed("asr", RuntimeError("no asr stage is loaded"))
         self.set_phase(Phase.THINKING)
         audio_seconds = len(audio) / PCM_BYTES_PER_SECOND
         started = time.monotonic()
+        where = {"run_id": self.run_id, "site_id": self.site_id}
         engine, transcript = await self._call(
             "asr",
-            lambda: asr.call(
-                "transcribe", audio, language, run_id=self.run_id, site_id=self.site_id
+            lambda: (
+                asr.call("transcribe", audio, language, **where)
+                if stream is None
+                else asr.finish_stream(stream.engine, stream.stream, audio, language, **where)
             ),
         )
         now = time.monotonic()

@@ -85,6 +85,11 @@ class UtteranceSegmenter:
         """The utterance so far, as a pause to speculate on (call only while ``in_speech``)."""
         return SpeechPaused(self.stream_time, b"".join(self._utterance), self._pause)
 
+    def utterance_since(self, offset: int) -> bytes:
+        """The utterance in progress from byte ``offset`` (a multiple of whole frames) on:
+        what a streaming ASR has not had yet."""
+        return b"".join(self._utterance[offset // self.frame_bytes :])
+
     def commit(self, reason: str = "early-commit") -> SpeechEnded:
         """End the utterance in progress now (its audio so far, trailing silence included)."""
         return self._end(reason)

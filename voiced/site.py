@@ -21,6 +21,7 @@ from voiced.events import Event
 from voiced.run import Phase, Run, Speculation, Utterance
 from voiced.segmenter import SpeechEnded, SpeechPaused, SpeechStarted, UtteranceSegmenter
 from voiced.site_runs import SiteRuns
+from voiced.speech_stream import SpeechStream
 from voiced.stages import Sink, Wake, WakeDetection
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,11 @@ class Site(SiteRuns):
         muted: bool = False,
         speculate: Callable[[Run, bytes], Awaitable[Speculation | None]] | None = None,
         commit_early: Callable[[Run, Speculation], None] | None = None,
+        open_stream: Callable[[Run], SpeechStream | None] | None = None,
     ) -> None:
+        # Streaming ASR: an engine that starts on the utterance while it is spoken.
+        self.open_stream = open_stream
+        self._stream: SpeechStream | None = None
         # Early commit: ``speculate`` transcribes the utterance so far during a pause (None
         # when ASR has no room for it); ``commit_early`` answers a run from that speculation.
         self.speculate = speculate
@@ -109,6 +114,8 @@ class Site(SiteRuns):
                 self._on_speech_pause(event)
             else:
                 await self._on_speech_end(event)
+        if self._stream is not None and self.segmenter.in_speech:
+            self._stream.send(self.segmenter.utterance_since(self._stream.sent))
         if (
             self.awake_until is not None
             and not self.segmenter.in_speech
@@ -137,6 +144,7 @@ class Site(SiteRuns):
             return
         self.muted = muted
         self.segmenter.reset()
+        self._drop_stream()
         for wake in self.wakes:
             wake.reset()
         if muted and self.current is not None:
@@ -151,6 +159,7 @@ class Site(SiteRuns):
         window = seconds if seconds is not None else self.conversation.wake_timeout
         self.awake_until = self.clock + window
         self.segmenter.reset()
+        self._drop_stream()
         self.update_state()
         return self.current
 
@@ -203,13 +212,25 @@ class Site(SiteRuns):
         if self.current is None:
             self.current = self.start_run("speech")
         self.current.emit(ev.VadStart(round(self._time_of(event.stream_time), 3)))
+        self._drop_stream()
+        if self.open_stream is not None:
+            self._stream = self.open_stream(self.current)
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.send_rest(event.audio)
         run = self._speech_ended(event)
-        await self.submit(Utterance(run, event.audio, event.reason))
+        await self.submit(Utterance(run, event.audio, event.reason, stream=stream))
+
+    def _drop_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.abort()
 
     def _speech_ended(self, event: SpeechEnded) -> Run:
+        self._drop_stream()  # an early commit answers from its speculation instead
         run = self.current or self.start_run("speech")
         self.current, self.awake_until = None, None
         stream_time = round(self._time_of(event.stream_time), 3)
@@ -272,6 +293,7 @@ class Site(SiteRuns):
         return self.clock - (self.segmenter.stream_time - segmenter_time)
 
     def _end_listening(self, reason: str) -> None:
+        self._drop_stream()
         run, self.current, self.awake_until = self.current, None, None
         if run is not None:
             run.end(reason)

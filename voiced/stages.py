@@ -74,14 +74,45 @@ class Vad(Stage, Protocol):
         """One frame of ``frame_samples`` 16 kHz 16-bit mono samples -> 0.0..1.0."""
 
 
+@dataclass(frozen=True)
+class StageCall:
+    """Which run a chain call serves. An engine method that declares a keyword ``call``
+    (``def transcribe(self, audio, language=None, *, call: StageCall | None = None)``) is
+    given one; others are called as before. ``run_id`` is None outside a run (a speculative
+    reading during a pause, ``voiced transcribe``)."""
+
+    run_id: str | None = None
+    site_id: str = "default"
+
+
+class AsrStream(Protocol):
+    """One utterance streamed to an engine while it is spoken (``Asr.open_stream``)."""
+
+    def feed(self, audio: bytes) -> None:
+        """More of the utterance (pipeline format), as the segmenter passes it; on the event
+        loop: must not block (hand it to a thread of the stream's own)."""
+
+    def finish(self, audio: bytes, language: str | None = None) -> Transcript:
+        """The utterance ended (``audio`` is all of it, for the record): its transcript. Runs
+        in a worker thread; raises when the stream failed, and the chain's next engine then
+        transcribes the whole utterance."""
+
+    def abort(self) -> None:
+        """The utterance will not be transcribed (mute, barge-in, early commit, dropped)."""
+
+
 class Asr(Stage, Protocol):
+    """Optional: ``open_stream(call: StageCall, language) -> AsrStream | None``, an engine
+    that starts on the utterance while it is spoken (None: not now, send it whole)."""
+
     name: str
     device: str
 
     def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
         """16 kHz mono 16-bit PCM of one utterance -> its text (runs in a worker thread).
 
-        Optional: ``draft(audio, language)``, a quicker first reading (no N-best, no retry)
+        Optional: a keyword ``call: StageCall`` (the run it serves: a pool keys its jobs by
+        it); ``draft(audio, language)``, a quicker first reading (no N-best, no retry)
         that the early-commit speculation during a pause uses when the engine offers it."""
 
 

@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+from voiced.api.config import stage_base_name
 from voiced.api.doctor import Check
 
 from .options import PoolConfigError, PoolOptions
@@ -15,7 +16,7 @@ from .wire import Topics
 
 def pool_checks(settings: Any) -> list[Check]:
     pipeline = getattr(settings, "pipeline", None)
-    if pipeline is None or not any(n.split("#")[0] == "mqtt-pool" for n in pipeline.asr):
+    if pipeline is None or not any(stage_base_name(n) == "mqtt-pool" for n in pipeline.asr):
         return []
     try:
         options = PoolOptions.model_validate(settings.stage_options("asr", "mqtt-pool"))

@@ -1,10 +1,12 @@
 """Stage ``mqtt-pool``: the front end publishes each utterance and takes the first answer.
 
-Each ``transcribe()`` is a job with its own id, a reply topic and a deadline, published with
-QoS 1 to the jobs topic that workers share (``$share/<group>/...``). A worker claims a job
-before it starts; if that worker drops off the broker (its will says offline), or nobody
-claims the job within ``resend_seconds``, the job is published again. Answers are deduplicated
-by job id: the first result wins, later ones are counted and dropped. No worker online, no
+Each ``transcribe()`` is a job keyed by its run (``<run id>-<audio digest>``, from the
+``StageCall`` the chain passes), with a reply topic and a deadline, published with QoS 1 to
+the jobs topic that workers share (``$share/<group>/...``). A worker claims a job before it
+starts; if that worker drops off the broker (its will says offline), or nobody claims the job
+within ``resend_seconds``, the job is published again. Answers are deduplicated by that key:
+the first result wins, later ones are counted and dropped, and the same utterance of the same
+run asked again (while it is in flight, or after) is answered once. No worker online, no
 broker, or no answer by the deadline: ``PoolUnavailable``, so the next engine of the chain
 (a local Whisper) serves and an ``engine-fallback`` event says why.
 """
@@ -15,7 +17,6 @@ import json
 import logging
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,14 +25,15 @@ import paho.mqtt.client as paho
 
 from voiced.api.audio import PIPELINE_FORMAT
 from voiced.api.intents import Transcript
+from voiced.api.stages import StageCall
 
 from .connection import PoolConnection
 from .options import PoolOptions
-from .wire import Job, Reply, Topics
+from .wire import Job, Reply, Topics, job_id
 
 log = logging.getLogger(__name__)
 
-ANSWERED_KEPT = 10_000  # job ids remembered to drop late duplicate answers
+ANSWERED_KEPT = 2_000  # answers remembered by job id: late duplicates dropped, asks again served
 
 
 class PoolUnavailable(RuntimeError):
@@ -59,6 +61,7 @@ class PoolStats:
     resent: int = 0
     duplicates_dropped: int = 0
     late_dropped: int = 0
+    asked_again: int = 0  # the same run's utterance asked again: answered from the first job
 
 
 class MqttPoolAsr:
@@ -79,7 +82,7 @@ class MqttPoolAsr:
         self.workers: dict[str, dict[str, Any]] = {}
         self.stats = PoolStats()
         self._pending: dict[str, _Pending] = {}
-        self._answered: OrderedDict[str, None] = OrderedDict()  # recent job ids, bounded
+        self._answered: OrderedDict[str, Reply] = OrderedDict()  # recent answers, bounded
         self._lock = threading.Lock()
         self._connected = threading.Event()
         self.connection = PoolConnection(
@@ -108,7 +111,27 @@ class MqttPoolAsr:
             time.sleep(0.2)  # retained worker statuses arrive right after the subscription
         self.info["workers"] = self.online_workers()
 
-    def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
+    def transcribe(
+        self, audio: bytes, language: str | None = None, *, call: StageCall | None = None
+    ) -> Transcript:
+        language = language or self.default_language
+        run_id = call.run_id if call is not None else None
+        key = job_id(run_id, audio, language)
+        with self._lock:
+            earlier = self._answered.get(key)
+            pending = self._pending.get(key)
+            if earlier is not None or pending is not None:
+                self.stats.asked_again += 1
+        if earlier is not None:
+            return self._transcript(earlier, audio, language, key, run_id, sends=0)
+        if pending is not None:  # the same utterance of the same run is in flight: join it
+            if not pending.done.wait(max(0.0, pending.job.deadline - time.time())):
+                raise PoolUnavailable(f"no answer from the pool within {self.options.timeout:g} s")
+            assert pending.reply is not None
+            return self._transcript(pending.reply, audio, language, key, run_id, sends=0)
+        return self._ask(audio, language, key, run_id)
+
+    def _ask(self, audio: bytes, language: str | None, key: str, run_id: str | None) -> Transcript:
         if not self.connection.connected and not self._connected.wait(
             min(2.0, self.options.timeout)
         ):
@@ -121,11 +144,12 @@ class MqttPoolAsr:
                 f"no worker of group {self.options.group!r} online at {self.connection.broker}"
             )
         job = Job(
-            id=uuid.uuid4().hex,
+            id=key,
             reply=self.reply_topic,
             deadline=time.time() + self.options.timeout,
             audio=audio,
-            language=language or self.default_language,
+            language=language,
+            run_id=run_id,
         )
         pending = _Pending(job, time.monotonic())
         with self._lock:
@@ -137,12 +161,23 @@ class MqttPoolAsr:
         finally:
             with self._lock:
                 self._pending.pop(job.id, None)
+        return self._transcript(reply, audio, language, key, run_id, pending.sends)
+
+    def _transcript(
+        self,
+        reply: Reply,
+        audio: bytes,
+        language: str | None,
+        key: str,
+        run_id: str | None,
+        sends: int,
+    ) -> Transcript:
         if reply.type == "error":
             raise PoolError(f"worker {reply.worker}: {reply.message}")
         text = reply.text.strip()
         return Transcript(
             text=text,
-            language=reply.language or job.language or "en",
+            language=reply.language or language or "en",
             engine=self.name,
             audio_seconds=len(audio) / PIPELINE_FORMAT.bytes_per_second,
             no_speech=not text,
@@ -150,8 +185,9 @@ class MqttPoolAsr:
                 "worker": reply.worker,
                 "worker_engine": reply.engine,
                 "worker_asr_s": reply.asr_s,
-                "job": job.id,
-                "sends": pending.sends,
+                "job": key,
+                "run_id": run_id,
+                "sends": sends,
             },
         )
 
@@ -210,7 +246,7 @@ class MqttPoolAsr:
             if pending is None:
                 self.stats.late_dropped += 1
                 return
-            self._answered[reply.id] = None
+            self._answered[reply.id] = reply
             while len(self._answered) > ANSWERED_KEPT:
                 self._answered.popitem(last=False)
             self.stats.answered += 1

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,6 +34,16 @@ class Topics:
         return f"{self.prefix}/workers/+"
 
 
+def job_id(run_id: str | None, audio: bytes, language: str | None) -> str:
+    """``<run id>-<digest of the audio>``: the same utterance of the same run is one job, so a
+    redelivery (or a second ask) is answered once; outside a run, a fresh id."""
+    if not run_id:
+        return uuid.uuid4().hex
+    digest = hashlib.blake2b(audio, digest_size=6, person=b"voiced-asr")
+    digest.update((language or "").encode())
+    return f"{run_id}-{digest.hexdigest()}"
+
+
 @dataclass(frozen=True)
 class Job:
     """One utterance: 16 kHz mono 16-bit PCM, who wants the answer, and until when."""
@@ -42,6 +54,7 @@ class Job:
     audio: bytes
     language: str | None = None
     rate: int = 16000
+    run_id: str | None = None
 
     def encode(self) -> bytes:
         header = {k: v for k, v in asdict(self).items() if k != "audio"}
@@ -58,6 +71,7 @@ class Job:
             **{k: header[k] for k in ("id", "reply", "deadline")},
             language=header.get("language"),
             rate=int(header.get("rate", 16000)),
+            run_id=header.get("run_id"),
         )
 
 

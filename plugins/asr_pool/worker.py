@@ -17,6 +17,7 @@ import socket
 import sys
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
 
 import paho.mqtt.client as paho
@@ -32,6 +33,7 @@ from .wire import Job, Reply, Topics, worker_status
 log = logging.getLogger(__name__)
 
 POOL_STAGE = "mqtt-pool"
+ANSWERS_KEPT = 500  # recent answers by job id: a redelivered job is answered, not transcribed
 
 
 class PoolWorker:
@@ -44,6 +46,8 @@ class PoolWorker:
         client_id = options.client_id or f"voiced-asr-worker-{worker_id}"
         self.jobs: queue.Queue[paho.MQTTMessage] = queue.Queue()
         self.done = 0
+        self.answered_again = 0
+        self._answers: OrderedDict[str, Reply] = OrderedDict()  # by job id, bounded
         self.connection = PoolConnection(
             broker.model_copy(update={"client_id": client_id}),
             session_expiry=options.session_expiry,
@@ -88,10 +92,18 @@ class PoolWorker:
             log.info("worker %s: job %s past its deadline; dropped", self.worker_id, job.id[:8])
             self.connection.ack(message.mid)
             return
+        earlier = self._answers.get(job.id)
+        if earlier is not None:  # redelivered (the broker lost our ack): answer it once more,
+            self.answered_again += 1  # the front end keeps the first answer
+            log.info("worker %s: job %s redelivered; same answer", self.worker_id, job.id[:12])
+            self._publish_then_ack(job, earlier, message.mid)
+            return
         self._reply(job, Reply(job.id, "claim", self.worker_id))
         started = time.monotonic()
         try:
-            engine, transcript = self.chain.call("transcribe", job.audio, job.language)
+            engine, transcript = self.chain.call(
+                "transcribe", job.audio, job.language, run_id=job.run_id
+            )
         except Exception as exc:
             reply = Reply(job.id, "error", self.worker_id, message=f"{type(exc).__name__}: {exc}")
         else:
@@ -104,14 +116,21 @@ class PoolWorker:
                 engine=engine,
                 asr_s=round(time.monotonic() - started, 4),
             )
+        if reply.type == "result":
+            self._answers[job.id] = reply
+            while len(self._answers) > ANSWERS_KEPT:
+                self._answers.popitem(last=False)
+        self._publish_then_ack(job, reply, message.mid)
+        self.done += 1
+        log.info("worker %s: job %s answered (%s)", self.worker_id, job.id[:12], reply.type)
+
+    def _publish_then_ack(self, job: Job, reply: Reply, mid: int) -> None:
         info = self._reply(job, reply)
         # paho keeps a QoS 1 message while the broker is away and sends it on reconnect;
         # the job is acknowledged once the answer is out (or its deadline has passed)
         while not info.is_published() and time.time() < job.deadline:
             time.sleep(0.02)
-        self.connection.ack(message.mid)
-        self.done += 1
-        log.info("worker %s: job %s answered (%s)", self.worker_id, job.id[:8], reply.type)
+        self.connection.ack(mid)
 
     def _reply(self, job: Job, reply: Reply) -> Any:
         return self.connection.publish(job.reply, reply.encode(), qos=1)
@@ -138,7 +157,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from voiced.api.config import ConfigError, load_settings
+    from voiced.api.config import ConfigError, load_settings, stage_base_name
     from voiced.api.host import load_plugins, make_stage, setup_logging
 
     setup_logging(args.log_level or os.environ.get("VOICED_LOG_LEVEL", "INFO"))
@@ -146,7 +165,7 @@ def run_command(args: argparse.Namespace) -> int:
         settings = load_settings(args.config)
         host = load_plugins(settings.plugins.disabled)
         options = PoolOptions.model_validate(settings.stage_options("asr", POOL_STAGE))
-        names = [n for n in settings.pipeline.asr if n.split("#")[0] != POOL_STAGE]
+        names = [n for n in settings.pipeline.asr if stage_base_name(n) != POOL_STAGE]
         if not names:
             raise ConfigError("pipeline.asr names no engine besides mqtt-pool for the worker")
         engines = [(n, make_stage(host, settings, "asr", n, app=None)) for n in names]

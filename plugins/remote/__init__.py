@@ -1,4 +1,4 @@
-"""Remote stages over Wyoming: ASR, TTS and wake served by another machine.
+"""Remote stages over Wyoming: ASR, TTS, wake and intent served by another machine.
 
 ``asr = ["wyoming", "whisper-ctranslate2"]`` with ``[stages.asr.wyoming] uri =
 "tcp://gpu-box:10300"`` (or ``voiced run --asr wyoming:gpu-box:10300 --asr
@@ -30,6 +30,12 @@ def _tts_factory(options: Any, app: Any) -> Any:
     return RemoteWyomingTts(options, app)
 
 
+def _intent_factory(options: Any, app: Any) -> Any:
+    from .intent import RemoteWyomingIntent
+
+    return RemoteWyomingIntent(options, app)
+
+
 def _wake_factory(options: Any, app: Any) -> Any:
     from .wake import RemoteWyomingWake
 
@@ -39,6 +45,7 @@ def _wake_factory(options: Any, app: Any) -> Any:
 @hookimpl
 def voiced_register_stages(register: Callable[..., None]) -> None:
     from .asr import RemoteAsrOptions
+    from .intent import RemoteIntentOptions
     from .tts import RemoteTtsOptions
     from .wake import RemoteWakeOptions
 
@@ -65,6 +72,15 @@ def voiced_register_stages(register: Callable[..., None]) -> None:
         _wake_factory,
         options=RemoteWakeOptions,
         description="wake word detection streamed to a remote Wyoming service (another voiced)",
+        shorthand="uri",
+    )
+    register(
+        "intent",
+        "wyoming",
+        _intent_factory,
+        options=RemoteIntentOptions,
+        description="intents from a remote Wyoming intent/handle service (another voiced); "
+        "it may act itself and say what to answer",
         shorthand="uri",
     )
 

@@ -13,9 +13,11 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 
 from voiced.api.audio import PIPELINE_FORMAT
 from voiced.api.intents import Transcript
+from voiced.api.stages import StageCall
 
 from .options import RemoteOptions
 from .peer import RemoteError, WyomingPeer
+from .stream import RemoteAsrStream
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +26,11 @@ class RemoteAsrOptions(RemoteOptions):
     language: str | None = Field(None, description="ask for this language; default: the daemon's")
     model: str | None = Field(None, description="ask the service for this model by name")
     samples_per_chunk: int = Field(1024, ge=64, le=65536)
+    stream: bool = Field(
+        True,
+        description="send speech while it is spoken (audio-start at speech start, audio-stop "
+        "at the VAD end) so the remote starts early; false: the whole utterance at the end",
+    )
 
 
 class RemoteWyomingAsr:
@@ -36,6 +43,8 @@ class RemoteWyomingAsr:
         self.device = str(self.peer.address)
         settings = getattr(app, "settings", None)
         self.default_language = options.language or getattr(settings, "language", None)
+        vad = getattr(settings, "vad", None)
+        self.longest_utterance = getattr(vad, "max_command_seconds", 15.0) + 5.0
         self.info: dict[str, Any] = {"engine": self.name, "remote": str(self.peer.address)}
 
     def load(self) -> None:
@@ -73,6 +82,13 @@ class RemoteWyomingAsr:
                 "remote_s": round(time.monotonic() - started, 4),
             },
         )
+
+    def open_stream(self, call: StageCall, language: str | None = None) -> RemoteAsrStream | None:
+        """A stream for the utterance starting now (None while the remote is resting after a
+        failure, or with ``stream = false``: the whole utterance goes the usual way)."""
+        if not self.options.stream or self.peer.resting:
+            return None
+        return RemoteAsrStream(self, language or self.default_language, self.longest_utterance)
 
     def close(self) -> None:
         self.peer.close()

@@ -6,11 +6,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from voiced.api.config import stage_base_name, stage_value
 from voiced.api.doctor import Check
 
 from .peer import RemoteError, WyomingPeer
 
-KINDS = ("asr", "tts", "wake")
+KINDS = ("asr", "tts", "wake", "intent")
 
 
 def remote_checks(settings: Any) -> list[Check]:
@@ -20,9 +21,9 @@ def remote_checks(settings: Any) -> list[Check]:
         return checks
     for kind in KINDS:
         for name in getattr(pipeline, kind):
-            if name.split("#", 1)[0].strip().lower() != "wyoming":
+            if stage_base_name(name) != "wyoming":
                 continue
-            uri = settings.stage_options(kind, name).get("uri")
+            uri = stage_value(name) or settings.stage_options(kind, name).get("uri")
             checks.append(remote_check(kind, name, uri))
     return checks
 
@@ -50,7 +51,8 @@ def remote_check(kind: str, name: str, uri: str | None) -> Check:
     finally:
         peer.close()
     ms = (time.monotonic() - started) * 1000
-    programs = [p for p in getattr(info, kind) if p.installed]
+    offered = [*info.handle, *info.intent] if kind == "intent" else getattr(info, kind)
+    programs = [p for p in offered if p.installed]
     if not programs:
         return Check(label, False, f"{peer.address} answers but offers no {kind}", "")
     items = programs[0].voices if kind == "tts" else programs[0].models

@@ -127,6 +127,36 @@ class WyomingPeer:
             return answer
         raise AssertionError("unreachable")
 
+    @property
+    def resting(self) -> bool:
+        """Down a moment ago: calls fail at once until ``retry_seconds`` have passed."""
+        return self._down_until > time.monotonic()
+
+    # -- a stream of the caller's own (events written as they come, answer read at the end) --
+
+    def connect(self) -> tuple[_Connection, bool]:
+        """A connection (kept, or dialled now) and whether it was kept; RemoteUnavailable while
+        the service is down."""
+        self._check_up()
+        return self._checkout()
+
+    def release(self, conn: _Connection) -> None:
+        """The stream got its answer: keep the connection for the next request."""
+        self._checkin(conn)
+        self.down_reason = None
+
+    def broken(self, conn: _Connection, reason: str) -> RemoteUnavailable:
+        """The stream failed on ``conn``: close it, the service counts as down for a while."""
+        conn.close()
+        return self._mark_down(reason)
+
+    @staticmethod
+    def write(conn: _Connection, events: Iterable[Event], timeout: float) -> None:
+        conn.sock.settimeout(timeout)
+        for event in events:
+            write_event(event, conn.file)
+        conn.file.flush()
+
     def describe(self, timeout: float | None = None) -> Info:
         """The service's ``info``: what it offers (programs, models, voices)."""
         answer = self.request([Describe().event()], lambda e: Info.is_type(e.type), timeout)
@@ -172,14 +202,16 @@ class WyomingPeer:
         with self._lock:
             self._idle.append(conn)
 
-    @staticmethod
+    @classmethod
     def _exchange(
-        conn: _Connection, events: list[Event], done: Callable[[Event], bool], timeout: float
+        cls, conn: _Connection, events: list[Event], done: Callable[[Event], bool], timeout: float
     ) -> list[Event]:
-        conn.sock.settimeout(timeout)
-        for event in events:
-            write_event(event, conn.file)
-        conn.file.flush()
+        cls.write(conn, events, timeout)
+        return cls.read_until(conn, done, timeout)
+
+    @staticmethod
+    def read_until(conn: _Connection, done: Callable[[Event], bool], timeout: float) -> list[Event]:
+        """Events up to and including the first ``done`` one; TimeoutError, _Closed, RemoteError."""
         deadline = time.monotonic() + timeout
         answer: list[Event] = []
         while True:
@@ -200,3 +232,7 @@ class WyomingPeer:
 
 class _Closed(Exception):
     pass
+
+
+Closed = _Closed
+"""The service ended the stream before the answer (for streams of a stage's own)."""

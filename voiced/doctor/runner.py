@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from voiced.config import stage_base_name
 from voiced.doctor.checks import SECTIONS, Check, Report, render
 from voiced.doctor.engines import engine_checks
 from voiced.doctor.gpu_checks import gpu_checks
@@ -28,7 +29,7 @@ def gpu_requested(settings: Any) -> bool:
 
 
 def _asks_for_gpu(settings: Any, kind: str, name: str) -> bool:
-    options = settings.stages.get(kind, {}).get(name.split("#")[0], {})
+    options = settings.stage_options(kind, name)
     return str(options.get("device", "")).lower().startswith(("cuda", "gpu", "rocm"))
 
 
@@ -36,7 +37,7 @@ def audio_needed(settings: Any) -> bool:
     """Whether the pipeline uses a sound card (microphone or speaker)."""
     p = settings.pipeline
     return any(
-        name.split("#")[0] in ("sounddevice", "microphone", "speaker")
+        stage_base_name(name) in ("sounddevice", "microphone", "speaker")
         for name in (*p.source, *p.sink)
     )
 
