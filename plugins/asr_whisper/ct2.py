@@ -31,6 +31,7 @@ from .common import (
     window_seconds,
 )
 from .models import ModelError, load_error, resolve_ct2
+from .rescore import forced_scores, pick_rescored, rescorer_of
 from .segments import first_sentences, spoken_text
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,11 @@ class WhisperCt2Options(WhisperOptions):
     )
     hypothesis_margin: float = Field(
         0.3, ge=0.0, description="most average log-probability below the top hypothesis"
+    )
+    home_rescore: bool = Field(
+        True,
+        description="when no hypothesis is a command: score this home's sentences a word or "
+        "two from them against the audio; one that nearly says it, alone, wins (rescore.py)",
     )
     home_retry: bool = Field(
         True,
@@ -163,13 +169,30 @@ class WhisperCt2Asr:
         why = choice.why
         retried: list[Hypothesis] = []
         won = None
-        if (
+        rescored: dict[str, Any] | None = None
+        unmatched_speech = (
             checker is not None
-            and opts.home_retry
             and not choice.command
-            and chosen.text.strip()
+            and bool(chosen.text.strip())
             and not judge(chosen.text, chosen.avg_logprob, no_speech_prob, opts).no_speech
-        ):
+        )
+        rescorer = rescorer_of(checker) if unmatched_speech and opts.home_rescore else None
+        if rescorer is not None:
+            encoded = self._encode(samples, window)
+            frames = min(window * 100, int(seconds * 100) + 1)
+
+            def score(texts: list[str]) -> list[float]:
+                tokenizer = self._tokenizer(language)
+                return forced_scores(self._model.model, tokenizer, encoded, texts, frames)
+
+            picked, reason = pick_rescored([h.text for h in hypotheses], rescorer, score)
+            rescored = picked.to_dict() if picked is not None else {"why": reason}
+            if picked is not None:
+                chosen = Hypothesis(picked.text, hypotheses[0].avg_logprob)
+                why = "rescored: " + picked.why
+                unmatched_speech = False
+        if unmatched_speech and opts.home_retry:
+            assert checker is not None
             retried = self._generate(
                 samples, seconds, FULL_WINDOW_S, language, checker.prompt_words(), count
             )[0]
@@ -188,8 +211,9 @@ class WhisperCt2Asr:
             "level_dbfs": round(rms_dbfs(samples), 1),
             "hypotheses": [h.to_dict() for h in hypotheses],
             **({"retry_hypotheses": [h.to_dict() for h in retried]} if retried else {}),
+            **({"rescored": rescored} if rescored is not None else {}),
             "hypothesis": {
-                "index": -1 if won is not None else choice.index,
+                "index": -1 if won is not None or (rescored or {}).get("text") else choice.index,
                 "retried": bool(retried),
                 "why": why,
             },
