@@ -177,20 +177,29 @@ class WhisperCt2Asr:
             and not judge(chosen.text, chosen.avg_logprob, no_speech_prob, opts).no_speech
         )
         rescorer = rescorer_of(checker) if unmatched_speech and opts.home_rescore else None
-        if rescorer is not None:
-            encoded = self._encode(samples, window)
+        encoded: Any = None
+
+        def rescore(heard: list[Hypothesis]) -> Hypothesis | None:
+            """The home's sentence near ``heard`` the audio says (rescore.py), if any."""
+            nonlocal encoded, rescored, why
+            assert rescorer is not None
+            if encoded is None:
+                encoded = self._encode(samples, window)
             frames = min(window * 100, int(seconds * 100) + 1)
 
             def score(texts: list[str]) -> list[float]:
                 tokenizer = self._tokenizer(language)
                 return forced_scores(self._model.model, tokenizer, encoded, texts, frames)
 
-            picked, reason = pick_rescored([h.text for h in hypotheses], rescorer, score)
+            picked, reason = pick_rescored([h.text for h in heard], rescorer, score)
             rescored = picked.to_dict() if picked is not None else {"why": reason}
-            if picked is not None:
-                chosen = Hypothesis(picked.text, hypotheses[0].avg_logprob)
-                why = "rescored: " + picked.why
-                unmatched_speech = False
+            if picked is None:
+                return None
+            why = "rescored: " + picked.why
+            return Hypothesis(picked.text, hypotheses[0].avg_logprob)
+
+        if rescorer is not None and (found := rescore(hypotheses)) is not None:
+            chosen, unmatched_speech = found, False
         if unmatched_speech and opts.home_retry:
             assert checker is not None
             retried = self._generate(
@@ -201,6 +210,9 @@ class WhisperCt2Asr:
                 chosen, why = won, "retry with the full window and the home's names: a command"
             else:
                 why += "; the prompted retry gave no command close to it"
+                # what the retry read may be nearer a command: all of it, listened to again
+                if rescorer is not None and (found := rescore(hypotheses + retried)):
+                    chosen, won = found, found
         t_decoded = time.perf_counter()
         text, avg_logprob = chosen.text, chosen.avg_logprob
         verdict = judge(text, avg_logprob, no_speech_prob, opts)
