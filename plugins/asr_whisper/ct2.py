@@ -178,6 +178,7 @@ class WhisperCt2Asr:
         )
         rescorer = rescorer_of(checker) if unmatched_speech and opts.home_rescore else None
         encoded: Any = None
+        known: dict[str, float] = {}  # forced scores on this audio: the second round reuses them
 
         def rescore(heard: list[Hypothesis]) -> Hypothesis | None:
             """The home's sentence near ``heard`` the audio says (rescore.py), if any."""
@@ -188,8 +189,12 @@ class WhisperCt2Asr:
             frames = min(window * 100, int(seconds * 100) + 1)
 
             def score(texts: list[str]) -> list[float]:
-                tokenizer = self._tokenizer(language)
-                return forced_scores(self._model.model, tokenizer, encoded, texts, frames)
+                new = [t for t in dict.fromkeys(texts) if t not in known]
+                if new:
+                    tokenizer = self._tokenizer(language)
+                    values = forced_scores(self._model.model, tokenizer, encoded, new, frames)
+                    known.update(zip(new, values, strict=True))
+                return [known[t] for t in texts]
 
             picked, reason = pick_rescored([h.text for h in heard], rescorer, score)
             rescored = picked.to_dict() if picked is not None else {"why": reason}
