@@ -1,8 +1,10 @@
 """Spoken commands -> intents on the held-out set: voiced beside the naive peer, per technique.
 
-    python -m benchmarks.recognition [--only ROW,ROW] [--json]
+    python -m benchmarks.recognition [--set heldout|tuning] [--only ROW,ROW] [--json]
 
-The set (benchmarks/testset.py ``build_heldout``) is built when missing. Every row reads the
+The set (benchmarks/testset.py ``build_heldout``; ``--set tuning``: ``build_tuning``, the
+repo's own home, where ideas are judged before the held-out set is read) is built when
+missing. Every row reads the
 same files with the same model (bundled tiny.en, CTranslate2 int8, CPU):
 
 - peer: faster-whisper ``transcribe`` (greedy, language en) + plain ``hassil.recognize_best``
@@ -97,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma list of row labels (prefixes)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument("--set", choices=("heldout", "tuning"), default="heldout")
     args = parser.parse_args(argv)
     ensure_importable()
     from faster_whisper import WhisperModel
@@ -107,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks import testset
 
-    manifest = testset.build_heldout()
-    root = testset.HELDOUT_DIR
+    if args.set == "tuning":
+        manifest, root = testset.build_tuning(), testset.TUNING_DIR
+    else:
+        manifest, root = testset.build_heldout(), testset.HELDOUT_DIR
     files = [(item, pipeline_audio(str(root / item["file"]))) for item in manifest["items"]]
 
     stages = {}
@@ -191,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {label}: done", file=sys.stderr, flush=True)
 
     commands = sum(i["kind"] == "command" for i in manifest["items"])
-    print(f"held-out set: {len(files)} files ({commands} commands, "
+    print(f"{args.set} set: {len(files)} files ({commands} commands, "
           f"{len(files) - commands} chatter/no-speech), tiny.en int8 CPU")  # fmt: skip
     header = ["row", "intent right (all)", "clean", "wrong", "false act.", "med ms", "p90 ms"]
     table = [header] + [r.table_cells() for r in results]
