@@ -136,3 +136,18 @@ def test_the_graph_is_language_neutral_in_shape():
     assert graph.allows("schalte", "das") and graph.allows("das", "licht")
     assert [c.text for c in graph.candidates("schalte das licht ein")] == []  # exact: no repair
     assert graph.candidates("schalte das lickt ein")[0].text == "schalte das licht ein"
+
+
+async def test_a_home_change_on_the_event_loop_builds_the_graph_off_it():
+    import asyncio
+
+    stage = HassilIntent(HassilOptions(home="", sentences=[]))
+    stage.load()
+    old = stage.graph
+    stage.use_home({"entities": [{"name": "Chandelier", "id": "light.chandelier"}]})
+    assert stage.graph is old  # still the old one: the new one is built in a thread
+    for _ in range(1200):  # a minute at most, on a loaded machine
+        if stage.graph is not old:
+            break
+        await asyncio.sleep(0.05)
+    assert stage.graph.allows("the", "chandelier")

@@ -6,10 +6,12 @@ configured) only when they miss.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import difflib
 import logging
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -108,7 +110,7 @@ class HassilIntent:
         for path in self.sentence_files:
             merge_dict(data, _custom_sentences(path))
         self.intents = Intents.from_dict(data)
-        self.use_home(self.home)
+        self.use_home(self.home, wait=True)
         self.responses = data.get("responses", {}).get("intents", {})
         self.errors = data.get("responses", {}).get("errors", {})
         self.intent_slots = intent_slots(data)
@@ -126,8 +128,9 @@ class HassilIntent:
     def close(self) -> None:
         self.intents = None
 
-    def use_home(self, home: Home | dict[str, Any]) -> None:
-        """Swap the home (entities, areas, floors) without reloading the sentences."""
+    def use_home(self, home: Home | dict[str, Any], wait: bool = False) -> None:
+        """Swap the home (entities, areas, floors) without reloading the sentences (``wait``:
+        build the sentence graph here even on an event loop)."""
         self.home = home if isinstance(home, Home) else home_from_dict(home)
         self._known_names = sorted(
             {n for e in self.home.entities for n in e.names}
@@ -137,9 +140,28 @@ class HassilIntent:
         )
         if self.intents is not None:
             self.intents.slot_lists.update(self.home.slot_lists())
-            if self.options.repair:  # the home's sentence graph: ~0.1 s, once per home change
-                self.graph = SentenceGraph(self.intents, self.options.language)
+            if self.options.repair:
+                self._build_graph(wait)
         self._repairs.clear()
+
+    def _build_graph(self, wait: bool) -> None:
+        """The home's sentence graph (≈ 0.1-0.3 s per home change): right here, or in a worker
+        thread when called on a running event loop (a home refresh from Home Assistant), the
+        old graph serving until the new one is there (every repair is re-checked strictly
+        against the new home's lists anyway)."""
+        intents, language = self.intents, self.options.language
+        assert intents is not None
+        if wait or not _on_event_loop():
+            self.graph = SentenceGraph(intents, language)
+            return
+
+        def build() -> None:
+            graph = SentenceGraph(intents, language)
+            if self.intents is intents:
+                self.graph = graph
+                self._repairs.clear()
+
+        threading.Thread(target=build, name="hassil-sentence-graph", daemon=True).start()
 
     # -- what the ASR asks (plugins/asr_whisper/choose.py) --------------------------------
 
@@ -462,6 +484,14 @@ def intent_slots(data: dict[str, Any]) -> dict[str, list[str]]:
             for sentence in item.get("sentences") or []:
                 slots |= refs(sentence, rules)
     return {name: sorted(slots) for name, slots in sorted(found.items())}
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _meaning(intent: Intent) -> tuple[Any, ...]:
