@@ -167,13 +167,14 @@ class HassilIntent:
 
     def is_command(self, text: str, exact: bool = False) -> bool:
         """Whether ``text`` is a command on this home: a template match, possibly after
-        snapping near-miss names (``exact``: one that needed no snapping)."""
+        snapping near-miss names or repairing command words (``exact``: one that needed
+        neither)."""
         if self.intents is None:
             return False
-        intent = self.recognize(text)
-        if intent is None:
-            return False
-        return not exact or not intent.data.get("fuzzy")
+        if exact:  # a strict match: no need to try snapping or repair (they cost)
+            cleaned = normalize(text)
+            return bool(cleaned) and self._recognize(cleaned, {}) is not None
+        return self.recognize(text) is not None
 
     def command_candidates(self, texts: list[str], limit: int = 32) -> list[str]:
         """Sentences of this home a word or two from any of ``texts`` (the decoder's

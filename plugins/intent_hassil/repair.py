@@ -56,7 +56,7 @@ MAX_EDITS = 2
 """The most words a repair may change."""
 MARGIN = 0.25
 """How much cheaper the winner must be than any reading with another meaning."""
-CHECKS = 8
+CHECKS = 5
 """The most candidates the strict matcher is asked about per transcript (it is not cheap)."""
 
 
