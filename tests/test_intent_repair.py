@@ -151,3 +151,9 @@ async def test_a_home_change_on_the_event_loop_builds_the_graph_off_it():
             break
         await asyncio.sleep(0.05)
     assert stage.graph.allows("the", "chandelier")
+
+
+@pytest.mark.parametrize("chatter", ["help", "what is that", "thanks", "why not"])
+def test_short_chatter_is_not_repaired(hassil, chatter):
+    # one word alone would change the whole utterance; "that" is no slip of "thermostat"
+    assert hassil.recognize(chatter) is None

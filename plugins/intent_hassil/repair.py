@@ -314,6 +314,8 @@ class SentenceGraph:
             sounded = process.extract(key, self._keys, scorer=fuzz.ratio, score_cutoff=60, limit=12)
             seen.update(self.vocabulary[index] for _, _, index in sounded)
         seen.discard(word)
+        # a slip keeps about the word's length: "that" is never "thermostat"
+        seen = {w for w in seen if max(len(w), len(word)) <= 2 * min(len(w), len(word))}
         scored = ((w, self._alike(word, key, w)) for w in seen)
         ranked = sorted(((w, s) for w, s in scored if s >= MIN_SIMILARITY), key=lambda kv: -kv[1])
         return tuple((w, round(s, 3)) for w, s in ranked[:8])
@@ -353,7 +355,8 @@ class SentenceGraph:
         while heap and len(out) < limit:
             cost, edits, pos, last, said = heapq.heappop(heap)
             if pos == len(words):
-                if self.allows(last, END) and edits:
+                # as many words kept as changed: "help" alone is not "hello"
+                if self.allows(last, END) and edits and 2 * edits <= len(words):
                     joined = " ".join(said)
                     out.setdefault(joined, Candidate(joined, round(cost, 3), edits))
                 continue
