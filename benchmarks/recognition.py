@@ -1,15 +1,18 @@
 """Spoken commands -> intents on the held-out set: voiced beside the naive peer, per technique.
 
-    python -m benchmarks.recognition [--only ROW,ROW] [--json]
+    python -m benchmarks.recognition [--set heldout|tuning] [--only ROW,ROW] [--json]
 
-The set (benchmarks/testset.py ``build_heldout``) is built when missing. Every row reads the
+The set (benchmarks/testset.py ``build_heldout``; ``--set tuning``: ``build_tuning``, the
+repo's own home, where ideas are judged before the held-out set is read) is built when
+missing. Every row reads the
 same files with the same model (bundled tiny.en, CTranslate2 int8, CPU):
 
 - peer: faster-whisper ``transcribe`` (greedy, language en) + plain ``hassil.recognize_best``
   with the same templates and home, no normalization;
 - voiced rows: the whisper-ctranslate2 engine and the hassil stage, adding one technique per
-  row (templates only -> + name snapping -> + N-best -> + prompted retry = the default),
-  and the default with the full 30 s window.
+  row (templates only -> + name snapping -> + N-best -> + prompted retry -> + sentence
+  repair of misheard command words -> + rescoring the home's nearby sentences against the
+  audio = the default), and the default with the full 30 s window.
 
 A command is right when the intent name, every expected slot and the set of entities it acts
 on are right; chatter and no-speech files must give no intent (else: a false activation).
@@ -96,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma list of row labels (prefixes)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument("--set", choices=("heldout", "tuning"), default="heldout")
     args = parser.parse_args(argv)
     ensure_importable()
     from faster_whisper import WhisperModel
@@ -106,16 +110,18 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks import testset
 
-    manifest = testset.build_heldout()
-    root = testset.HELDOUT_DIR
+    if args.set == "tuning":
+        manifest, root = testset.build_tuning(), testset.TUNING_DIR
+    else:
+        manifest, root = testset.build_heldout(), testset.HELDOUT_DIR
     files = [(item, pipeline_audio(str(root / item["file"]))) for item in manifest["items"]]
 
     stages = {}
-    for fuzzy in (False, True):
-        stage = HassilIntent(HassilOptions(home="", sentences=[], fuzzy=fuzzy))
+    for fuzzy, repair in ((False, False), (True, False), (True, True)):
+        stage = HassilIntent(HassilOptions(home="", sentences=[], fuzzy=fuzzy, repair=repair))
         stage.load()
         stage.use_home(manifest["home"])
-        stages[fuzzy] = stage
+        stages[fuzzy, repair] = stage
 
     peer_model = WhisperModel(str(bundled_ct2_dir("tiny.en")), device="cpu", compute_type="int8")
 
@@ -123,15 +129,15 @@ def main(argv: list[str] | None = None) -> int:
         samples = np.frombuffer(audio, "<i2").astype(np.float32) / 32768.0
         segments, _ = peer_model.transcribe(samples, beam_size=1, language="en")
         text = " ".join(s.text.strip() for s in segments).strip()
-        stage = stages[False]
+        stage = stages[False, False]
         result = recognize_best(
             text, stage.intents, language="en", best_metadata_key=CUSTOM_SENTENCE,
             best_slot_name="name",
         )  # fmt: skip
         return text, stage._to_intent(text, result, 1.0) if result is not None else None
 
-    def voiced(fuzzy: bool, **options: Any) -> Any:
-        stage = stages[fuzzy]
+    def voiced(fuzzy: bool, repair: bool = True, **options: Any) -> Any:
+        stage = stages[fuzzy, repair]
         engine = WhisperCt2Asr(WhisperCt2Options(**options), App(stage))
         engine.load()
 
@@ -145,11 +151,17 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = {
         "peer: faster-whisper + plain hassil": lambda: peer,
-        "voiced: templates only": lambda: voiced(False, hypotheses=1, home_retry=False),
-        "voiced: + name snapping": lambda: voiced(True, hypotheses=1, home_retry=False),
-        "voiced: + N-best (3)": lambda: voiced(True, home_retry=False),
-        "voiced: + prompted retry (default)": lambda: voiced(True),
-        "voiced: default, window=full": lambda: voiced(True, window="full"),
+        "voiced: templates only": lambda: voiced(
+            False, False, hypotheses=1, home_retry=False, home_rescore=False
+        ),
+        "voiced: + name snapping": lambda: voiced(
+            True, False, hypotheses=1, home_retry=False, home_rescore=False
+        ),
+        "voiced: + N-best (3)": lambda: voiced(True, False, home_retry=False, home_rescore=False),
+        "voiced: + prompted retry": lambda: voiced(True, False, home_rescore=False),
+        "voiced: + sentence repair (text)": lambda: voiced(True, True, home_rescore=False),
+        "voiced: + home rescoring (default)": lambda: voiced(True, True),
+        "voiced: default, window=full": lambda: voiced(True, True, window="full"),
     }
     only = [o.strip() for o in args.only.split(",") if o.strip()]
     results = []
@@ -184,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {label}: done", file=sys.stderr, flush=True)
 
     commands = sum(i["kind"] == "command" for i in manifest["items"])
-    print(f"held-out set: {len(files)} files ({commands} commands, "
+    print(f"{args.set} set: {len(files)} files ({commands} commands, "
           f"{len(files) - commands} chatter/no-speech), tiny.en int8 CPU")  # fmt: skip
     header = ["row", "intent right (all)", "clean", "wrong", "false act.", "med ms", "p90 ms"]
     table = [header] + [r.table_cells() for r in results]

@@ -15,6 +15,9 @@ so a changed home only costs a few seconds.
 
     python -m benchmarks.testset [--out DIR] [--limit N] [--no-intents]
 
+``build_tuning()`` writes the set recognition ideas are judged on first (``.bench/tuning/``:
+this repo's home, COMMANDS and a few more, three renderings each, chatter of its own).
+
 ``build_heldout()`` writes a second, held-out set (``.bench/heldout/``) for recognition
 (benchmarks/recognition.py): a home unlike config/home.yaml (``HELDOUT_HOME``), name-based,
 area-based and area-less commands with hand-written expected intents, chatter that must match
@@ -474,6 +477,85 @@ def build_heldout(out: Path = HELDOUT_DIR, repeats: int = 2) -> dict[str, Any]:
                 "skipped_voices": sorted(skipped)}  # fmt: skip
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+# -- the tuning set: the project's own home, for judging recognition ideas -------------------
+
+TUNING_DIR = CACHE / "tuning"
+TUNING_EXTRA = [
+    "turn off the kitchen light", "switch on the desk lamp", "close the living room blinds",
+    "set the reading lamp to twenty percent", "turn on the ceiling light",
+    "set a timer for three minutes", "switch off the coffee maker",
+    "turn on the lights in the kitchen", "set the bedside lamp to ten percent",
+]  # fmt: skip
+TUNING_CHATTER = [
+    "the lamp in the hall is broken again", "I need to lock my bike before it rains",
+    "turn the page and keep reading", "open the window it's hot in here",
+    "set the table for dinner please", "what a lovely day for a walk",
+    "the kids left the front door wide open", "is the coffee ready yet",
+    "turn on the radio", "my timer app keeps crashing", "the office is cold this morning",
+    "can you believe the price of milk",
+]  # fmt: skip
+TUNING_VOICES = [*HELDOUT_VOICES, "en-us+f4", "flite:awb"]
+
+
+def tuning_variant(index: int) -> Variant:
+    rate, channels = FORMATS[(index * 7) % len(FORMATS)]
+    return Variant(
+        voice=TUNING_VOICES[(index * 5 + 3) % len(TUNING_VOICES)],
+        snr_db=[None, 20.0, None, 10.0][(index * 3 + 1) % 4],
+        rate=rate,
+        channels=channels,
+        lead_s=0.3,
+        trail_s=0.7,
+        speed=[135, 150, 165, 180, 188][(index * 3) % 5],
+    )
+
+
+def build_tuning(out: Path = TUNING_DIR, repeats: int = 3) -> dict[str, Any]:
+    """The set recognition ideas are judged on before the held-out set is read: the repo's
+    home (config/home.yaml), COMMANDS and a few more spoken ``repeats`` times (other voices,
+    rates, noise and formats than the held-out set's cycle), and chatter of its own. The
+    expected intents come from hassil on the clean text."""
+    import soundfile
+
+    out.mkdir(parents=True, exist_ok=True)
+    recognizer = intent_recognizer()
+    jobs = [("command", t) for _ in range(repeats) for t in COMMANDS + TUNING_EXTRA]
+    jobs += [("chatter", t) for t in TUNING_CHATTER]
+    items = []
+    for index, (kind, text) in enumerate(jobs):
+        variant = tuning_variant(index)
+        while not available(variant.voice):
+            index += 1
+            variant = tuning_variant(index)
+        name = f"{len(items):03d}-{kind}-{variant.voice.replace(':', '_')}-{variant.key(text)}.wav"
+        path = out / name
+        if not path.is_file():
+            frames, _ = render(text, variant, seed=len(items) + 1000)
+            soundfile.write(str(path), frames, variant.rate, subtype="PCM_16")
+        expected = None
+        if kind == "command":
+            intent = recognizer.recognize(text)
+            if intent is None:
+                raise ValueError(f"tuning command {text!r} is no command with config/home.yaml")
+            names = ("name", "area", "floor", "domain", "device_class")
+            slots = {k: str(v) for k, v in intent.slots.items() if k not in names}
+            expected = {"name": intent.name, "slots": slots,
+                        "entities": sorted(intent.data["entities"])}  # fmt: skip
+        items.append({"file": name, "kind": kind, "text": text, "expected": expected,
+                      **asdict(variant)})  # fmt: skip
+    home = yaml_home()
+    manifest = {"version": 1, "home": home, "items": items}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def yaml_home() -> dict[str, Any]:
+    import yaml
+
+    path = home_file()
+    return yaml.safe_load(path.read_text(encoding="utf-8")) if path else {}
 
 
 def main(argv: list[str] | None = None) -> int:

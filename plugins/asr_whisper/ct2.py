@@ -31,6 +31,7 @@ from .common import (
     window_seconds,
 )
 from .models import ModelError, load_error, resolve_ct2
+from .rescore import forced_scores, pick_rescored, rescorer_of
 from .segments import first_sentences, spoken_text
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,11 @@ class WhisperCt2Options(WhisperOptions):
     )
     hypothesis_margin: float = Field(
         0.3, ge=0.0, description="most average log-probability below the top hypothesis"
+    )
+    home_rescore: bool = Field(
+        True,
+        description="when no hypothesis is a command: score this home's sentences a word or "
+        "two from them against the audio; one that nearly says it, alone, wins (rescore.py)",
     )
     home_retry: bool = Field(
         True,
@@ -163,13 +169,44 @@ class WhisperCt2Asr:
         why = choice.why
         retried: list[Hypothesis] = []
         won = None
-        if (
+        rescored: dict[str, Any] | None = None
+        unmatched_speech = (
             checker is not None
-            and opts.home_retry
             and not choice.command
-            and chosen.text.strip()
+            and bool(chosen.text.strip())
             and not judge(chosen.text, chosen.avg_logprob, no_speech_prob, opts).no_speech
-        ):
+        )
+        rescorer = rescorer_of(checker) if unmatched_speech and opts.home_rescore else None
+        encoded: Any = None
+        known: dict[str, float] = {}  # forced scores on this audio: the second round reuses them
+
+        def rescore(heard: list[Hypothesis]) -> Hypothesis | None:
+            """The home's sentence near ``heard`` the audio says (rescore.py), if any."""
+            nonlocal encoded, rescored, why
+            assert rescorer is not None
+            if encoded is None:
+                encoded = self._encode(samples, window)
+            frames = min(window * 100, int(seconds * 100) + 1)
+
+            def score(texts: list[str]) -> list[float]:
+                new = [t for t in dict.fromkeys(texts) if t not in known]
+                if new:
+                    tokenizer = self._tokenizer(language)
+                    values = forced_scores(self._model.model, tokenizer, encoded, new, frames)
+                    known.update(zip(new, values, strict=True))
+                return [known[t] for t in texts]
+
+            picked, reason = pick_rescored([h.text for h in heard], rescorer, score)
+            rescored = picked.to_dict() if picked is not None else {"why": reason}
+            if picked is None:
+                return None
+            why = "rescored: " + picked.why
+            return Hypothesis(picked.text, hypotheses[0].avg_logprob)
+
+        if rescorer is not None and (found := rescore(hypotheses)) is not None:
+            chosen, unmatched_speech = found, False
+        if unmatched_speech and opts.home_retry:
+            assert checker is not None
             retried = self._generate(
                 samples, seconds, FULL_WINDOW_S, language, checker.prompt_words(), count
             )[0]
@@ -178,6 +215,9 @@ class WhisperCt2Asr:
                 chosen, why = won, "retry with the full window and the home's names: a command"
             else:
                 why += "; the prompted retry gave no command close to it"
+                # what the retry read may be nearer a command: all of it, listened to again
+                if rescorer is not None and (found := rescore(hypotheses + retried)):
+                    chosen, won = found, found
         t_decoded = time.perf_counter()
         text, avg_logprob = chosen.text, chosen.avg_logprob
         verdict = judge(text, avg_logprob, no_speech_prob, opts)
@@ -188,8 +228,9 @@ class WhisperCt2Asr:
             "level_dbfs": round(rms_dbfs(samples), 1),
             "hypotheses": [h.to_dict() for h in hypotheses],
             **({"retry_hypotheses": [h.to_dict() for h in retried]} if retried else {}),
+            **({"rescored": rescored} if rescored is not None else {}),
             "hypothesis": {
-                "index": -1 if won is not None else choice.index,
+                "index": -1 if won is not None or (rescored or {}).get("text") else choice.index,
                 "retried": bool(retried),
                 "why": why,
             },

@@ -6,9 +6,12 @@ configured) only when they miss.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import difflib
 import logging
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ from hassil import Intents, RecognizeResult, merge_dict, recognize_best
 from pydantic import BaseModel, ConfigDict, Field
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
+from voiced_plugins.intent_hassil.repair import SentenceGraph, choose_repair
 
 from voiced.api.app import RunContext
 from voiced.api.hooks import hookimpl
@@ -68,6 +72,11 @@ class HassilOptions(BaseModel):
     fuzzy: bool = Field(
         True, description="when no template matches exactly, accept near-miss entity/area names"
     )
+    repair: bool = Field(
+        True,
+        description="when nothing matches (names snapped too), repair misheard command words "
+        "toward this home's own sentences; taken only as a unique, genuine template match",
+    )
     site_areas: dict[str, str] = Field(
         default_factory=dict,
         description="site_id -> area name, so 'turn on the lights' acts in the room it was heard",
@@ -89,6 +98,8 @@ class HassilIntent:
         self.intent_slots: dict[str, list[str]] = {}
         self.sentence_files: list[Path] = []
         self._known_names: list[str] = []
+        self.graph: SentenceGraph | None = None
+        self._repairs: dict[tuple[str, str], Intent | None] = {}  # the engine asks twice
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -99,7 +110,7 @@ class HassilIntent:
         for path in self.sentence_files:
             merge_dict(data, _custom_sentences(path))
         self.intents = Intents.from_dict(data)
-        self.use_home(self.home)
+        self.use_home(self.home, wait=True)
         self.responses = data.get("responses", {}).get("intents", {})
         self.errors = data.get("responses", {}).get("errors", {})
         self.intent_slots = intent_slots(data)
@@ -117,8 +128,9 @@ class HassilIntent:
     def close(self) -> None:
         self.intents = None
 
-    def use_home(self, home: Home | dict[str, Any]) -> None:
-        """Swap the home (entities, areas, floors) without reloading the sentences."""
+    def use_home(self, home: Home | dict[str, Any], wait: bool = False) -> None:
+        """Swap the home (entities, areas, floors) without reloading the sentences (``wait``:
+        build the sentence graph here even on an event loop)."""
         self.home = home if isinstance(home, Home) else home_from_dict(home)
         self._known_names = sorted(
             {n for e in self.home.entities for n in e.names}
@@ -128,18 +140,60 @@ class HassilIntent:
         )
         if self.intents is not None:
             self.intents.slot_lists.update(self.home.slot_lists())
+            if self.options.repair:
+                self._build_graph(wait)
+        self._repairs.clear()
+
+    def _build_graph(self, wait: bool) -> None:
+        """The home's sentence graph (≈ 0.1-0.3 s per home change): right here, or in a worker
+        thread when called on a running event loop (a home refresh from Home Assistant), the
+        old graph serving until the new one is there (every repair is re-checked strictly
+        against the new home's lists anyway)."""
+        intents, language = self.intents, self.options.language
+        assert intents is not None
+        if wait or not _on_event_loop():
+            self.graph = SentenceGraph(intents, language)
+            return
+
+        def build() -> None:
+            graph = SentenceGraph(intents, language)
+            if self.intents is intents:
+                self.graph = graph
+                self._repairs.clear()
+
+        threading.Thread(target=build, name="hassil-sentence-graph", daemon=True).start()
 
     # -- what the ASR asks (plugins/asr_whisper/choose.py) --------------------------------
 
     def is_command(self, text: str, exact: bool = False) -> bool:
         """Whether ``text`` is a command on this home: a template match, possibly after
-        snapping near-miss names (``exact``: one that needed no snapping)."""
+        snapping near-miss names or repairing command words (``exact``: one that needed
+        neither)."""
         if self.intents is None:
             return False
-        intent = self.recognize(text)
-        if intent is None:
-            return False
-        return not exact or not intent.data.get("fuzzy")
+        if exact:  # a strict match: no need to try snapping or repair (they cost)
+            cleaned = normalize(text)
+            return bool(cleaned) and self._recognize(cleaned, {}) is not None
+        return self.recognize(text) is not None
+
+    def command_candidates(self, texts: list[str], limit: int = 32) -> list[str]:
+        """Sentences of this home a word or two from any of ``texts`` (the decoder's
+        hypotheses), nearest first: for an engine that can score them against the audio."""
+        if self.graph is None:
+            return []
+        found: dict[str, float] = {}
+        for text in texts:
+            for candidate in self.graph.candidates(normalize(text), FILLER_WORDS, 48, wide=True):
+                found[candidate.text] = min(found.get(candidate.text, 9.0), candidate.cost)
+        return sorted(found, key=found.__getitem__)[:limit]
+
+    def command_meaning(self, text: str) -> tuple[Any, ...] | None:
+        """What ``text`` does on this home as a strict template match that acts on something
+        the home has (no snapping, no repair), or None."""
+        if self.intents is None:
+            return None
+        intent = self._strict(text, {})
+        return None if intent is None else _meaning(intent)
 
     def prompt_words(self) -> str:
         """The home's names as a Whisper prompt: areas, floors, then entities."""
@@ -180,7 +234,7 @@ class HassilIntent:
         if result is None and self.options.fuzzy:
             result, confidence = self._recognize_fuzzy(cleaned, intent_context)
         if result is None:
-            return None
+            return self._repaired(text, cleaned, intent_context) if self.graph else None
         return self._to_intent(text, result, confidence)
 
     # -- internals --------------------------------------------------------------------------
@@ -205,6 +259,42 @@ class HassilIntent:
             return None, 0.0
         result = self._recognize(fixed, intent_context)
         return (result, score) if result is not None else (None, 0.0)
+
+    def _repaired(self, text: str, cleaned: str, intent_context: dict[str, Any]) -> Intent | None:
+        """The one reading of ``cleaned``, a few misheard words away, that this home's
+        templates take and that acts on something the home has (see repair.py)."""
+
+        def match(candidate: str) -> Intent | None:
+            return self._strict(candidate, intent_context, text)
+
+        key = (cleaned, repr(sorted(intent_context.items())))
+        if key in self._repairs:
+            found = self._repairs[key]
+            return None if found is None else dataclasses.replace(found, text=text)
+        assert self.graph is not None
+        repair = choose_repair(self.graph.candidates(cleaned, FILLER_WORDS), match, _meaning)
+        intent = None
+        if repair is not None:
+            intent = repair.result
+            intent.data["fuzzy"] = True
+            intent.data["repair"] = {"text": repair.text, "cost": repair.cost, "why": repair.why}
+            intent = dataclasses.replace(intent, confidence=round(max(0.0, 1.0 - repair.cost), 3))
+        if len(self._repairs) >= 512:
+            self._repairs.clear()
+        self._repairs[key] = intent
+        return intent
+
+    def _strict(
+        self, candidate: str, intent_context: dict[str, Any], text: str = ""
+    ) -> Intent | None:
+        """A strict match of ``candidate`` that acts on something this home has."""
+        result = self._recognize(normalize(candidate), intent_context)
+        if result is None:
+            return None
+        intent = self._to_intent(text or candidate, result, 1.0)
+        if _about_entities(result.intent.name, intent.slots) and not intent.data["entities"]:
+            return None  # "the fan in the garage" when the garage has no fan
+        return intent
 
     def _to_intent(self, text: str, result: RecognizeResult, confidence: float) -> Intent:
         slots = {e.name: _plain(e.value) for e in result.entities_list}
@@ -395,6 +485,20 @@ def intent_slots(data: dict[str, Any]) -> dict[str, list[str]]:
             for sentence in item.get("sentences") or []:
                 slots |= refs(sentence, rules)
     return {name: sorted(slots) for name, slots in sorted(found.items())}
+
+
+def _on_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _meaning(intent: Intent) -> tuple[Any, ...]:
+    """What an intent would do: two repairs that differ here are two different actions."""
+    slots = tuple(sorted((k, str(v)) for k, v in intent.slots.items()))
+    return intent.name, slots, tuple(sorted(intent.data.get("entities", [])))
 
 
 def _plain(value: Any) -> Any:
