@@ -11,12 +11,13 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from voiced import events as ev
 from voiced.audio import PIPELINE_FORMAT, AudioChunk
 from voiced.config import ConversationConfig
-from voiced.early_commit import complete_command
+from voiced.early_commit import complete_command, strict_match
 from voiced.events import Event
 from voiced.run import Phase, Run, Speculation, Utterance
 from voiced.segmenter import SpeechEnded, SpeechPaused, SpeechStarted, UtteranceSegmenter
@@ -53,6 +54,11 @@ class Site(SiteRuns):
         self.speculate = speculate
         self.commit_early = commit_early
         self._speculation: asyncio.Task[None] | None = None
+        # The last speculation heard in full but not committed: (run, pause, speculation).
+        # If the utterance then ends in that same pause, it is the normal transcript.
+        self._heard: tuple[Run, int, Speculation] | None = None
+        self._speculating: tuple[Run, int] | None = None  # the run and pause in flight
+        self._ending: tuple[Run, int] | None = None  # the utterance ended in this pause
         # How pauses went: started, no-room, stale, incomplete, committed (benchmarks, tests).
         self.speculations: Counter[str] = Counter()
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
@@ -206,8 +212,38 @@ class Site(SiteRuns):
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
+        speculation = await self._same_audio(event)
         run = self._speech_ended(event)
+        if speculation is not None:
+            self.speculations["reused"] += 1
+            self.commit_early(run, replace(speculation, early=False))  # type: ignore[misc]
+            return
         await self.submit(Utterance(run, event.audio, event.reason))
+
+    async def _same_audio(self, event: SpeechEnded) -> Speculation | None:
+        """A speculation of exactly this utterance, if there is one: made in the pause the
+        utterance ended in (nothing but silence was heard after it), from the padded audio
+        the normal pass would transcribe. One still in flight is waited for: it began
+        ``silence_seconds - early_commit_pause`` earlier than a new pass would. Used only when
+        it recognized a command strictly (a misheard or free-speech draft gets the full pass)."""
+        run = self.current
+        if event.reason != "silence" or run is None or self.commit_early is None:
+            return None
+        if self._speculation is not None and self._speculating == (run, event.pause):
+            self._ending = (run, event.pause)
+            try:
+                await asyncio.gather(self._speculation, return_exceptions=True)
+            finally:
+                self._ending = None
+        heard, self._heard = self._heard, None
+        if heard is None or heard[0] is not run or heard[1] != event.pause or run.ended:
+            return None
+        speculation = heard[2]
+        intent = speculation.intent
+        recognizers = self.segmenter.config.early_commit_recognizers
+        if intent is None or intent.recognizer not in recognizers or not strict_match(intent):
+            return None
+        return speculation
 
     def _speech_ended(self, event: SpeechEnded) -> Run:
         run = self.current or self.start_run("speech")
@@ -226,6 +262,7 @@ class Site(SiteRuns):
             return
         if self._speculation is not None:
             return  # one at a time; when it comes back stale, the pause gets its own
+        self._speculating = (self.current, event.pause)
         self._speculation = asyncio.ensure_future(self._speculate(self.current, event))
 
     async def _speculate(self, run: Run, pause: SpeechPaused) -> None:
@@ -243,6 +280,9 @@ class Site(SiteRuns):
             self.speculations["no-room"] += 1
             return
         self.speculations["started"] += 1
+        if self._ending == (run, pause.pause):
+            self._heard = (run, pause.pause, speculation)
+            return  # the utterance ended in this very pause: the endpoint may use it
         if not self._still_paused(run, pause.pause):
             self.speculations["stale"] += 1
             if self._still_paused(run) and self.segmenter.pause != pause.pause:
@@ -251,6 +291,7 @@ class Site(SiteRuns):
         recognizers = self.segmenter.config.early_commit_recognizers
         if not complete_command(speculation.intent, speculation.transcript.text, recognizers):
             self.speculations["incomplete"] += 1
+            self._heard = (run, pause.pause, speculation)
             return  # free speech or half a command: the normal endpoint decides
         self.speculations["committed"] += 1
         self._speech_ended(self.segmenter.commit("early-commit"))
