@@ -122,7 +122,9 @@ class BuiltinHandler:
     def fixed_answers(self) -> list[str]:
         """What this handler may say that never changes (the daemon caches their audio)."""
         own = {name: self.responses[name] for name in HANDLED if name in self.responses}
-        return fixed_answers(own, _home(self.app))
+        timer_errors = [self.errors.get(key) or text for key, text in _PLAIN_ERRORS.items()]
+        answers = fixed_answers(own, _home(self.app))
+        return answers + [text for text in timer_errors if text not in answers]
 
     def close(self) -> None:
         with self._lock:

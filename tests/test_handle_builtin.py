@@ -245,5 +245,6 @@ async def test_fixed_answers_are_the_templates_that_read_nothing_said(responses,
 
 async def test_each_handler_gives_the_fixed_answers_of_its_own_intents(builtin, responses):
     assert "Timer cancelled" in builtin.fixed_answers()
+    assert "Sorry, I couldn't find that timer" in builtin.fixed_answers()  # its own errors too
     assert "Timer cancelled" not in responses.fixed_answers()
     assert "Turned on the lights" not in builtin.fixed_answers()
