@@ -203,7 +203,7 @@ def rows(results: dict[bool, list[dict[str, Any]]]) -> list[Row]:
             out.append(
                 Row(
                     "remote",
-                    f"early commit on / off: {what.split(':')[0]} (medians, same run)",
+                    f"early commit on / off: {what} (medians, same run)",
                     "x",
                     round(medians[True] / medians[False], 3),
                     runs=len(results[True]),

@@ -289,6 +289,12 @@ class Site(SiteRuns):
                 self._on_speech_pause(self.segmenter.snapshot())  # a newer pause, unheard
             return  # speech resumed (or the utterance ended): dropped without a trace
         recognizers = self.segmenter.config.early_commit_recognizers
+        log.debug(
+            "[%s] speculative transcript %r: %s",
+            self.site_id,
+            speculation.transcript.text,
+            speculation.intent.to_dict() if speculation.intent else "no intent",
+        )
         if not complete_command(speculation.intent, speculation.transcript.text, recognizers):
             self.speculations["incomplete"] += 1
             self._heard = (run, pause.pause, speculation)
