@@ -74,6 +74,7 @@ class Pipeline:
         self.accepting = True
         self.dropped_utterances = 0
         self._waiting_sites: set[str] = set()  # sites whose audio can wait (files, pipes)
+        self._fast_feeds = 0  # such sites being read now
         self._asr_busy = 0  # committed utterances an ASR worker is transcribing now
         self._speculating = 0  # speculative transcripts in flight (early commit)
         self.speculations_dropped = 0  # pauses not speculated on: ASR had committed work
@@ -373,10 +374,12 @@ class Pipeline:
         return kept
 
     async def _idle(self) -> None:
-        """Return once no run is open and no ASR work is queued or running."""
+        """Return once no run is open, no ASR work is queued or running and no file or pipe
+        is being read (it goes as fast as the daemon does)."""
         assert self.queue is not None
         while (
             self._tasks
+            or self._fast_feeds
             or self._asr_busy
             or self._speculating
             or not self.queue.empty()
@@ -453,6 +456,8 @@ class Pipeline:
         await self._feed(site, source)
 
     async def _feed(self, site: Site, source: Source) -> None:
+        fast = source.site_id in self._waiting_sites
+        self._fast_feeds += fast  # audio read as fast as it goes: the daemon is never idle
         try:
             async for chunk in source.chunks():
                 if not self.accepting:
@@ -467,6 +472,8 @@ class Pipeline:
                 error_event("source", str(exc), None, source.site_id, error=type(exc).__name__)
             )
             await site.finish()
+        finally:
+            self._fast_feeds -= fast
 
     async def _new_site(
         self, site_id: str, sinks: list[Sink] | None, hears_playback: bool = True

@@ -57,8 +57,6 @@ class Site(SiteRuns):
         # The last speculation heard in full but not committed: (run, pause, speculation).
         # If the utterance then ends in that same pause, it is the normal transcript.
         self._heard: tuple[Run, int, Speculation] | None = None
-        self._speculating: tuple[Run, int] | None = None  # the run and pause in flight
-        self._ending: tuple[Run, int] | None = None  # the utterance ended in this pause
         # How pauses went: started, no-room, stale, incomplete, committed (benchmarks, tests).
         self.speculations: Counter[str] = Counter()
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
@@ -212,7 +210,7 @@ class Site(SiteRuns):
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
-        speculation = await self._same_audio(event)
+        speculation = self._same_audio(event)
         run = self._speech_ended(event)
         if speculation is not None:
             self.speculations["reused"] += 1
@@ -220,21 +218,16 @@ class Site(SiteRuns):
             return
         await self.submit(Utterance(run, event.audio, event.reason))
 
-    async def _same_audio(self, event: SpeechEnded) -> Speculation | None:
-        """A speculation of exactly this utterance, if there is one: made in the pause the
-        utterance ended in (nothing but silence was heard after it), from the padded audio
-        the normal pass would transcribe. One still in flight is waited for: it began
-        ``silence_seconds - early_commit_pause`` earlier than a new pass would. Used only when
-        it recognized a command strictly (a misheard or free-speech draft gets the full pass)."""
+    def _same_audio(self, event: SpeechEnded) -> Speculation | None:
+        """A finished speculation of exactly this utterance, if there is one: made in the
+        pause the utterance ended in (nothing but silence was heard after it), from the
+        padded audio the normal pass would transcribe. Used only when it recognized a command
+        strictly (a misheard or free-speech draft gets the full pass). One still running is
+        not waited for: a speculation never delays committed work (nor this site's audio)."""
         run = self.current
         if event.reason != "silence" or run is None or self.commit_early is None:
+            self._heard = None
             return None
-        if self._speculation is not None and self._speculating == (run, event.pause):
-            self._ending = (run, event.pause)
-            try:
-                await asyncio.gather(self._speculation, return_exceptions=True)
-            finally:
-                self._ending = None
         heard, self._heard = self._heard, None
         if heard is None or heard[0] is not run or heard[1] != event.pause or run.ended:
             return None
@@ -262,7 +255,6 @@ class Site(SiteRuns):
             return
         if self._speculation is not None:
             return  # one at a time; when it comes back stale, the pause gets its own
-        self._speculating = (self.current, event.pause)
         self._speculation = asyncio.ensure_future(self._speculate(self.current, event))
 
     async def _speculate(self, run: Run, pause: SpeechPaused) -> None:
@@ -280,9 +272,6 @@ class Site(SiteRuns):
             self.speculations["no-room"] += 1
             return
         self.speculations["started"] += 1
-        if self._ending == (run, pause.pause):
-            self._heard = (run, pause.pause, speculation)
-            return  # the utterance ended in this very pause: the endpoint may use it
         if not self._still_paused(run, pause.pause):
             self.speculations["stale"] += 1
             if self._still_paused(run) and self.segmenter.pause != pause.pause:
