@@ -5,7 +5,8 @@ One daemon in-process (the default stages as in benchmarks/e2e.py, plus its ``wy
 ``mqtt`` services), a private mosquitto on 127.0.0.1. Each test file is streamed by a
 satellite (the ``wyoming`` package's client: ``run-satellite``, ``run-pipeline`` from ASR to
 TTS as a satellite that heard its own wake word, then ``audio-chunk`` of 1024 samples, each
-sent at its real time) under a name of its own, so every file gets a fresh site and VAD. With
+sent at its real time, then silence as a microphone goes on, until the answer has played)
+under a name of its own, so every file gets a fresh site and VAD. With
 the speech end known from the file (where its speech stops), measured on one clock:
 
 - Wyoming: speech end -> the first ``audio-chunk`` of the answer read by the satellite;
@@ -34,6 +35,7 @@ from benchmarks.common import Row, Section, stats
 
 CHUNK = 1024  # samples per audio-chunk, as wyoming-satellite sends them
 RATE = 16000
+ANSWER_WAIT_S = 20  # seconds of silence streamed after a file, at most, for its answer
 
 
 class EventTimes:
@@ -97,15 +99,18 @@ async def satellite(address: tuple[str, int], name: str, pcm: bytes) -> dict[str
         reader = asyncio.ensure_future(read())
         began = time.monotonic()
         step = CHUNK * 2
-        for offset in range(0, len(pcm), step):
+        # A microphone never stops: after the file, silence until the answer has played.
+        quiet = bytes(step)
+        offset, end = 0, len(pcm) + ANSWER_WAIT_S * 2 * RATE
+        while offset < end and not reader.done():
             due = began + offset / (2 * RATE)  # each chunk at its own time: no drift
             await asyncio.sleep(max(0.0, due - time.monotonic()))
-            await client.write_event(AudioChunk(RATE, 2, 1, pcm[offset : offset + step]).event())
-            if reader.done():
-                break
+            piece = pcm[offset : offset + step] if offset < len(pcm) else quiet
+            await client.write_event(AudioChunk(RATE, 2, 1, piece).event())
+            offset += step
         await client.write_event(AudioStop().event())
         try:
-            await asyncio.wait_for(reader, 30)
+            await asyncio.wait_for(reader, 5)
         except TimeoutError:
             reader.cancel()
     got["began"] = began
