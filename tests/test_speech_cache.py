@@ -106,6 +106,8 @@ async def test_the_daemon_caches_its_fixed_answers_after_it_is_ready_and_uses_th
         assert events.of("ready") and pipeline.speech_cache.fixed == 0  # start-up not delayed
         kept = await asyncio.wait_for(pipeline.answers_cached, 300)
         assert kept == pipeline.speech_cache.fixed > 40  # HA's fixed answers for this home
+        not_understood = settings.pipeline.not_understood  # and the daemon's own
+        assert pipeline.speech_cache.has(pipeline.tts.active, not_understood)
         assert not events.of("tts-start")  # the prewarm is no answer: no event for it
         cached = pipeline.speech_cache.get(pipeline.tts.active, "Turned on the lights")
         await pipeline.say("Turned on the lights")
@@ -114,3 +116,18 @@ async def test_the_daemon_caches_its_fixed_answers_after_it_is_ready_and_uses_th
     assert pipeline.speech_cache.hits == 2  # ours above, then the answer's
     (played,) = tmp_path.glob("*.wav")
     assert played.read_bytes()[44:] == cached.audio  # the answer is the cached audio
+
+
+async def test_caching_the_fixed_answers_can_be_turned_off():
+    settings, host = prepare(
+        no_config_file(),
+        overrides(pipeline={"source": [], "cache_fixed_answers": False}),
+        [],
+    )
+    pipeline = Pipeline(settings, host)
+    await pipeline.start()
+    try:
+        assert pipeline.answers_cached is None
+    finally:
+        await pipeline.stop()
+    assert pipeline.speech_cache.fixed == 0

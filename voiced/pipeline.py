@@ -351,14 +351,14 @@ class Pipeline:
                 sources=[s.stage_name for s in self.sources],
             ).event(None, self.settings.site_id)
         )
-        if self.tts is not None and self.tts.loaded:
+        if self.tts is not None and self.tts.loaded and self.settings.pipeline.cache_fixed_answers:
             self.answers_cached = asyncio.create_task(self._cache_answers(), name="prewarm")
 
     async def _cache_answers(self) -> int:
         """The handlers' fixed answers into the speech cache, after start-up and only while
         the daemon has nothing else to do; never fails the daemon."""
         await asyncio.sleep(PREWARM_DELAY)
-        answers: list[str] = []
+        answers = [self.settings.pipeline.not_understood]  # the daemon's own fixed answer
         for (kind, name), component in self.components.items():
             if kind != "handler" or not hasattr(component, "fixed_answers"):
                 continue
