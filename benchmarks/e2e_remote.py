@@ -204,6 +204,24 @@ def rows(results: dict[bool, list[dict[str, Any]]]) -> list[Row]:
             note = f"{missing} of {len(results[on])} files never got there" if missing else ""
             out.append(Row.of(label, what, "ms", stats(values), note=note))
         if len(medians) == 2:
+            pairs = [
+                (a[key], b[key])
+                for a, b in zip(results[True], results[False], strict=True)
+                if a["reason"] == "early-commit" and a.get(key) and b.get(key)
+            ]
+            if pairs:
+                on = statistics.median(a for a, _ in pairs)
+                off = statistics.median(b for _, b in pairs)
+                out.append(
+                    Row(
+                        "remote",
+                        f"early commit on / off, the files it committed early: {what}",
+                        "x",
+                        round(on / off, 3),
+                        runs=len(pairs),
+                        peer=f"on {on * 1000:.0f} ms, off {off * 1000:.0f} ms",
+                    )
+                )
             early = sum(r["reason"] == "early-commit" for r in results[True])
             out.append(
                 Row(
@@ -225,7 +243,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write results to this file")
+    parser.add_argument(
+        "--table-from", type=Path, default=None, help="only print the table of a --json file"
+    )
     args = parser.parse_args(argv)
+    if args.table_from is not None:
+        saved = json.loads(args.table_from.read_text())["results"]
+        section = Section("e2e over Wyoming and MQTT", notes=saved.get("notes", []))
+        section.rows = rows({True: saved["early_commit_on"], False: saved["early_commit_off"]})
+        section.report(None)
+        return 0
     section = asyncio.run(run(args.limit))
     section.report(args.json)
     return 0

@@ -260,4 +260,9 @@ def test_the_remote_table_compares_on_and_off_per_path_from_the_same_files():
     ]
     assert wyoming.median == round(0.5 / 1.0, 3)
     assert "committed early 2/3" in wyoming.note
-    assert len(ratios) == 3
+    early = ratios[
+        "early commit on / off, the files it committed early: Wyoming satellite: speech end -> "
+        "first answer audio-chunk"
+    ]
+    assert early.median == round(0.45 / 0.95, 3) and early.runs == 2  # files 1 and 3, paired
+    assert len(ratios) == 6  # both kinds for Wyoming, tts-start and tts-audio
