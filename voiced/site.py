@@ -225,7 +225,8 @@ class Site(SiteRuns):
         strictly (a misheard or free-speech draft gets the full pass). One still running is
         not waited for: a speculation never delays committed work (nor this site's audio)."""
         run = self.current
-        if event.reason != "silence" or run is None or self.commit_early is None:
+        config = self.segmenter.config
+        if event.reason != "silence" or run is None or not config.early_commit or self.muted:
             self._heard = None
             return None
         heard, self._heard = self._heard, None
@@ -233,7 +234,7 @@ class Site(SiteRuns):
             return None
         speculation = heard[2]
         intent = speculation.intent
-        recognizers = self.segmenter.config.early_commit_recognizers
+        recognizers = config.early_commit_recognizers
         if intent is None or intent.recognizer not in recognizers or not strict_match(intent):
             return None
         return speculation
