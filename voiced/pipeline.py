@@ -358,6 +358,7 @@ class Pipeline:
         """The handlers' fixed answers into the speech cache, after start-up and only while
         the daemon has nothing else to do; never fails the daemon."""
         await asyncio.sleep(PREWARM_DELAY)
+        await self._idle()  # rendering the templates is Python work too (the GIL)
         answers = [self.settings.pipeline.not_understood]  # the daemon's own fixed answer
         for (kind, name), component in self.components.items():
             if kind != "handler" or not hasattr(component, "fixed_answers"):
