@@ -123,3 +123,34 @@ def _same(got: dict[str, Any], want: dict[str, Any]) -> bool:
 
 def folder() -> Path:
     return FOLDER
+
+
+async def run() -> Any:
+    """The slice alone, early commit on then off, on one daemon (as benchmarks/e2e.py runs it)."""
+    from benchmarks.common import Section
+    from benchmarks.e2e import pause_slice, start_daemon
+
+    pipeline, recorder, _load_s, notes = await start_daemon()
+    try:
+        rows, judged = await pause_slice(pipeline, recorder)
+    finally:
+        await pipeline.stop()
+    section = Section("pauses", notes=notes)
+    section.rows = rows
+    section.results = {"judged": judged}
+    return section
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import asyncio
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=None, help="write results to this file")
+    args = parser.parse_args(argv)
+    asyncio.run(run()).report(args.json)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

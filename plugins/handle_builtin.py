@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -117,6 +118,13 @@ class BuiltinHandler:
 
     def load(self) -> None:
         self.responses, self.errors = _language_responses(self.app, self.options.language)
+
+    def fixed_answers(self) -> list[str]:
+        """What this handler may say that never changes (the daemon caches their audio)."""
+        own = {name: self.responses[name] for name in HANDLED if name in self.responses}
+        timer_errors = [self.errors.get(key) or text for key, text in _PLAIN_ERRORS.items()]
+        answers = fixed_answers(own, _home(self.app))
+        return answers + [text for text in timer_errors if text not in answers]
 
     def close(self) -> None:
         with self._lock:
@@ -320,6 +328,11 @@ class ResponsesHandler:
     def load(self) -> None:
         self.responses, self.errors = _language_responses(self.app, self.options.language)
 
+    def fixed_answers(self) -> list[str]:
+        """What this handler may say that never changes (the daemon caches their audio)."""
+        others = {k: v for k, v in self.responses.items() if k not in HANDLED}
+        return fixed_answers(others, _home(self.app))
+
     def close(self) -> None:
         pass
 
@@ -389,6 +402,48 @@ def _language_responses(app: Any, language: str) -> tuple[dict[str, Any], dict[s
     data = home_assistant_intents.get_intents(language) or {}
     responses = data.get("responses") or {}
     return responses.get("intents") or {}, responses.get("errors") or {}
+
+
+_STATE_DOMAIN = re.compile(r"\bstate\.domain\b")
+_STATE = re.compile(r"\bstate\b")
+
+
+def fixed_answers(responses: dict[str, dict[str, str]], home: Any = None) -> list[str]:
+    """The answers of ``responses`` that read no slot, query or entity state: "Turned on the
+    lights", "Timer cancelled"; a template that reads only the entity's domain ("Turned on
+    the fan") gives one answer per domain of ``home``. Answers with digits (times) are left
+    out. In template order, without repeats."""
+    from jinja2 import TemplateError, meta
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from voiced_plugins.intent_hassil.responses import render
+
+    env = ImmutableSandboxedEnvironment()
+    by_domain: dict[str, Any] = {}
+    for entity in getattr(home, "entities", None) or []:
+        by_domain.setdefault(entity.domain, entity)
+    answers: dict[str, None] = {}
+    for templates in responses.values():
+        for template in templates.values():
+            try:
+                reads = meta.find_undeclared_variables(env.parse(template))
+            except TemplateError:
+                continue
+            if reads - {"state"}:
+                continue  # slots, query, state_attr: the answer depends on what was asked
+            if "state" in reads:
+                if len(_STATE.findall(template)) != len(_STATE_DOMAIN.findall(template)):
+                    continue  # reads the state itself ("22 degrees")
+                entities: list[list[Any]] = [[e] for e in by_domain.values()]
+            else:
+                entities = [[]]
+            for matched in entities:
+                try:
+                    text = render(template, {}, matched)
+                except (TemplateError, TypeError, ValueError, KeyError, AttributeError):
+                    continue
+                if text and "None" not in text and not any(ch.isdigit() for ch in text):
+                    answers.setdefault(text, None)
+    return list(answers)
 
 
 def _plain_template(text: str, **values: Any) -> str:

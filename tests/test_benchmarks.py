@@ -237,3 +237,32 @@ def test_a_printed_mqtt_table_becomes_rows_with_the_paho_ratio():
     assert (rate.median, rate.peer) == (6000.0, "0.75x raw paho")
     latency = next(r for r in rows if r.what.startswith("emit -> subscriber latency p50: voiced"))
     assert (latency.median, latency.runs) == (0.35, 1000)
+
+
+def test_the_remote_table_compares_on_and_off_per_path_from_the_same_files():
+    from benchmarks.e2e_remote import rows
+
+    def result(reason: str, seconds: float) -> dict:
+        return {"reason": reason, "intent_ok": True, "wyoming_first_audio": seconds,
+                "mqtt_tts_start": seconds, "mqtt_tts_audio": seconds + 0.001}  # fmt: skip
+
+    early, waited = "early-commit", "silence"
+    table = rows(
+        {
+            True: [result(early, 0.4), result(waited, 1.0), result(early, 0.5)],
+            False: [result(waited, 0.9), result(waited, 1.1), result(waited, 1.0)],
+        }
+    )
+    ratios = {r.what: r for r in table if r.unit == "x"}
+    wyoming = ratios[
+        "early commit on / off: Wyoming satellite: speech end -> first answer audio-chunk "
+        "(medians, same run)"
+    ]
+    assert wyoming.median == round(0.5 / 1.0, 3)
+    assert "committed early 2/3" in wyoming.note
+    early = ratios[
+        "early commit on / off, the files it committed early: Wyoming satellite: speech end -> "
+        "first answer audio-chunk"
+    ]
+    assert early.median == round(0.45 / 0.95, 3) and early.runs == 2  # files 1 and 3, paired
+    assert len(ratios) == 6  # both kinds for Wyoming, tts-start and tts-audio

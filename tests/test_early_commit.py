@@ -34,15 +34,21 @@ def spoken(path: Path, *parts: str | float) -> Path:
 
 
 async def listen(
-    wav: Path, early_commit: bool = True, plugins: list[Any] | None = None, **extra: Any
+    wav: Path,
+    early_commit: bool = True,
+    plugins: list[Any] | None = None,
+    site_area: str | None = None,
+    **extra: Any,
 ) -> tuple[EventRecorder, Counter[str]]:
-    """The events of a pipeline hearing ``wav``, and how its pauses were speculated on."""
+    """The events of a pipeline hearing ``wav`` (at a site in ``site_area``), and how its
+    pauses were speculated on."""
+    areas = {"site_areas": {"default": site_area}} if site_area else {}
     pipeline, events = await run_pipeline(
         overrides(
             vad={"early_commit": early_commit},
             stages={
                 "source": {"file": {"path": str(wav), "realtime": True}},
-                "intent": {"hassil": {"home": HOME}},
+                "intent": {"hassil": {"home": HOME, **areas}},
             },
             **extra,
         ),
@@ -141,3 +147,26 @@ async def test_early_commit_off_waits_the_full_silence_as_before(tmp_path):
     (transcript,) = events.of("transcript")
     assert "early_commit" not in transcript.data
     assert [e.data["name"] for e in events.of("intent")] == ["HassTurnOn"]
+
+
+async def test_a_command_held_back_then_ended_in_silence_is_not_transcribed_twice(tmp_path):
+    # At a site in the kitchen "turn off the lights" names a kind alone: the rule holds it
+    # back during the pause ("... in the bedroom" may follow), but nothing follows: the
+    # utterance ends in that same pause, and the pass made during it is the normal transcript.
+    wav = spoken(tmp_path / "kind.wav", "Turn off the lights.")
+    events, speculations = await listen(wav, site_area="Kitchen")
+    assert speculations["incomplete"] == 1 and speculations["reused"] == 1
+    assert reasons(events) == ["silence"]  # the normal endpoint, not an early commit
+    (transcript,) = events.of("transcript")  # one ASR pass, made during the pause
+    assert transcript.data["speculative"] is True and transcript.data["early_commit"] is False
+    assert [(e.data["name"], e.data["slots"]) for e in events.of("intent")] == [
+        ("HassTurnOff", {"domain": "light", "area": "Kitchen"})
+    ]
+    assert len(events.of("handled")) == 1 and len(events.runs()) == 1
+
+
+async def test_free_speech_heard_during_the_pause_still_gets_the_full_pass(tmp_path):
+    events, speculations = await listen(spoken(tmp_path / "free.wav", "Tell me a story."))
+    assert speculations["reused"] == 0  # no strict command in the draft: transcribed again
+    (transcript,) = events.of("transcript")
+    assert "speculative" not in transcript.data

@@ -38,6 +38,8 @@ def commits(hassil: HassilIntent, text: str) -> bool:
         "What time is it?",
         "Turn off the kitchen lights.",  # a place and a kind of device
         "turn off the lights in the kitchen",
+        "what is the temperature in the bedroom",  # the intent names its kind: a thermostat
+        "Set the temperature in the hallway to 21 degrees.",
     ],
 )
 def test_a_complete_command_for_this_home_commits_early(hassil, text):
@@ -54,6 +56,7 @@ def test_a_complete_command_for_this_home_commits_early(hassil, text):
         "Turn on the kitchen light and",  # announces more
         "Turn on the kitchen light,",  # Whisper's comma: the speech trailed off
         "What is the meaning of life?",  # free speech waits for the LLM's normal endpoint
+        "what is the temperature",  # the kind alone: "... in the bedroom" may follow
     ],
 )
 def test_half_a_command_or_free_speech_waits_for_the_normal_endpoint(hassil, text):
@@ -68,3 +71,22 @@ def test_a_fuzzy_match_or_another_recognizer_never_commits_early():
     llm = Intent("HassTurnOn", {"name": "Kitchen Light"}, recognizer="llm")
     assert not complete_command(llm, "turn on the kitchen light", TEMPLATES)
     assert not complete_command(None, "turn on the kitchen light", TEMPLATES)
+
+
+def test_a_place_from_the_sites_area_is_not_a_place_that_was_said():
+    stage = HassilIntent(
+        HassilOptions(home=str(REPO / "config" / "home.yaml"), site_areas={"kitchen": "Kitchen"})
+    )
+    stage.load()
+    from voiced.context import RunContext
+    from voiced.intents import Transcript
+
+    def hear(text: str) -> Intent | None:
+        return stage.voiced_recognize(Transcript(text), RunContext(site_id="kitchen"))
+
+    lights = hear("Turn off the lights.")
+    assert lights is not None and lights.slots["area"] == "Kitchen"  # from the site
+    # "... in the bedroom" may follow: acting now would switch off the kitchen
+    assert not complete_command(lights, "Turn off the lights.", TEMPLATES)
+    said = "Turn off the lights in the bedroom."
+    assert complete_command(hear(said), said, TEMPLATES)

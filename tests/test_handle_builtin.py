@@ -228,3 +228,23 @@ async def test_handlers_run_in_order_builtin_then_others_then_responses(builtin,
     assert run("turn on the kitchen light").handler == "lights"
     assert run("what time is it").handler == "builtin"
     assert run("set the reading lamp brightness to 50%").handler == "responses"
+
+
+async def test_fixed_answers_are_the_templates_that_read_nothing_said(responses, hassil):
+    fixed = responses.fixed_answers()
+    assert {"Turned on the lights", "Turned off the fans", "Brightness set"} <= set(fixed)
+    # HassTurnOn's default reads only the domain: one answer per domain of the home
+    assert {"Turned on the light", "Turned on the fan", "Turned on the media player"} <= set(fixed)
+    # what the handler then really says for a command is one of them
+    assert (await handle(responses, hassil, "turn on the kitchen light")).speech in fixed
+    # nothing that depends on a slot, a state or a number
+    assert not [a for a in fixed if "None" in a or any(ch.isdigit() for ch in a)]
+    assert not [a for a in fixed if a.startswith(("Timer set for", "Yes,"))]
+    assert len(fixed) == len(set(fixed))
+
+
+async def test_each_handler_gives_the_fixed_answers_of_its_own_intents(builtin, responses):
+    assert "Timer cancelled" in builtin.fixed_answers()
+    assert "Sorry, I couldn't find that timer" in builtin.fixed_answers()  # its own errors too
+    assert "Timer cancelled" not in responses.fixed_answers()
+    assert "Turned on the lights" not in builtin.fixed_answers()

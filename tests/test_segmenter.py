@@ -127,6 +127,8 @@ def test_a_short_pause_inside_an_utterance_is_reported_once_with_the_audio_so_fa
     first, second = (e for e in events if isinstance(e, SpeechPaused))
     assert abs(len(first.audio) / 32000 - 0.75) < 0.05  # 0.5 s of speech + 0.25 s of pause
     assert first.pause != second.pause  # speech resumed in between: the first is stale
+    (ended,) = (e for e in events if isinstance(e, SpeechEnded))
+    assert ended.pause == second.pause  # it ended in the second pause: nothing said after it
 
 
 def test_early_commit_off_reports_no_pauses():

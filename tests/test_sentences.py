@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voiced.sentences import iter_sentences, split_sentences
+from voiced.sentences import iter_sentences, lead_clause, split_sentences
 
 
 def test_splits_at_sentence_ends() -> None:
@@ -139,3 +139,19 @@ def test_a_long_chinese_sentence_is_cut_at_its_commas_with_no_spaces_added() -> 
     assert all(len(p) <= 30 for p in pieces)
     assert all(p.endswith(("，", "。")) for p in pieces)  # cut at a comma, never mid-clause
     assert "".join(pieces) == text
+
+
+def test_a_long_first_sentence_is_cut_after_its_first_clause() -> None:
+    text = "The weather today is sunny, with a high of twenty degrees. Enjoy it."
+    assert lead_clause(split_sentences(text)) == [
+        "The weather today is sunny,",
+        "with a high of twenty degrees.",
+        "Enjoy it.",
+    ]
+
+
+def test_short_first_sentences_and_one_word_clauses_stay_whole() -> None:
+    assert lead_clause(["Turned on the lights", "Done."]) == ["Turned on the lights", "Done."]
+    long_yes = "Yes, the kitchen light and the counter lights are both on right now"
+    assert lead_clause([long_yes]) == [long_yes]  # "Yes," alone is not worth a pause
+    assert lead_clause([]) == []

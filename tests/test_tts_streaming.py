@@ -128,3 +128,19 @@ async def test_an_empty_answer_speaks_nothing_and_emits_nothing(
     piper.calls.clear()
     events, sink = await _speak("  ", chain, tmp_path)
     assert events == [] and sink.written == [] and piper.calls == []
+
+
+@pytest.mark.slow
+async def test_a_long_first_sentence_plays_its_first_clause_before_the_rest_is_made(
+    chain: EngineChain, piper: TimedPiper, tmp_path: Path
+) -> None:
+    piper.calls.clear()
+    text = "The weather today is sunny and warm, with a light breeze from the west all afternoon."
+    events, sink = await _speak(text, chain, tmp_path)
+    assert [t for t, _, _ in piper.calls] == [
+        "The weather today is sunny and warm,",
+        "with a light breeze from the west all afternoon.",
+    ]
+    first_audio = next(e for e in events if e.type == EventType.TTS_AUDIO)
+    assert first_audio.mono <= piper.calls[1][1]  # announced before the rest was started
+    assert sink.arrivals[0] < piper.calls[1][2]  # and at the sink before it was finished

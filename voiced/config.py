@@ -63,6 +63,11 @@ class PipelineConfig(Strict):
     )
     shutdown_grace: float = Field(10.0, ge=0, description="seconds a run in flight may finish")
     not_understood: str = "Sorry, I didn't understand that."
+    cache_fixed_answers: bool = Field(
+        True,
+        description="after start-up, synthesize the handlers' fixed answers (\"Turned on the "
+        'lights") while idle, so they play at once',
+    )
     max_say_chars: int = Field(
         5000,
         ge=1,

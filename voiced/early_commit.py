@@ -9,11 +9,17 @@ it is a *complete, confident command for this home*:
   both a place (area, floor) and a kind (domain, device class). "Turn off the kitchen" (a
   place alone) is exactly what the first half of "turn off the kitchen … lights and the fan"
   sounds like, and "turn off the lights" (a kind alone) the first half of "turn off the
-  lights … in the bedroom": both wait;
+  lights … in the bedroom": both wait. A place taken from the site's area (not said) is no
+  place here;
 - not ending on a word that announces more ("and", "then", "for", …) or on a comma/ellipsis
   (Whisper writes those for speech that trails off).
 
-Anything else waits for the normal endpoint, where the full utterance is transcribed again.
+Some intents name their kind themselves: "what is the temperature in the bedroom" asks a
+thermostat (``IMPLIED_KIND``), so a place is enough for them.
+
+Anything else waits for the normal endpoint. There, if the utterance ended in the very pause
+that was transcribed (nothing but silence after it), a strict match of that pass is the normal
+transcript (:func:`strict_match`): it is answered without transcribing the audio again.
 """
 
 from __future__ import annotations
@@ -29,6 +35,13 @@ DANGLING = frozenset(
     {"and", "or", "then", "but", "also", "plus", "to", "for", "the", "a", "an", "of", "in"}
     | {"on", "at", "by", "with", "from", "until"}
 )
+# Intents whose target kind is the intent's own: a place (or a name) completes them; without
+# one they wait, as "turn off the lights" does ("what is the temperature … upstairs").
+IMPLIED_KIND = {
+    "HassClimateGetTemperature": "climate",
+    "HassClimateSetTemperature": "climate",
+    "HassLightSet": "light",
+}
 _TRAILS_OFF = re.compile(r"(,|\.\.\.|…|-)\s*$")
 _WORDS = re.compile(r"[\w']+")
 
@@ -37,12 +50,26 @@ def complete_command(intent: Intent | None, text: str, recognizers: Iterable[str
     """Whether ``intent`` (recognized from ``text`` heard so far) may be acted on now."""
     if intent is None or intent.recognizer not in set(recognizers):
         return False
-    if intent.confidence < 1.0 or intent.data.get("fuzzy"):
+    if not strict_match(intent):
         return False
     if not intent.slots.get("name"):
-        place = any(intent.slots.get(slot) for slot in PLACE_SLOTS)
-        kind = any(intent.slots.get(slot) for slot in KIND_SLOTS)
+        place = any(_spoken(intent, slot) for slot in PLACE_SLOTS)
+        kind = intent.name in IMPLIED_KIND or any(intent.slots.get(slot) for slot in KIND_SLOTS)
         if place != kind:
             return False  # a place or a kind of device alone: a longer command may follow
     words = _WORDS.findall(text.casefold())
     return bool(words) and words[-1] not in DANGLING and not _TRAILS_OFF.search(text)
+
+
+def _spoken(intent: Intent, slot: str) -> bool:
+    """The slot is filled by words heard, not by where the person is: with a site's area,
+    "turn off the lights" gets the kitchen from the context and names no place at all."""
+    if not intent.slots.get(slot):
+        return False
+    said = (intent.data.get("slot_text") or {}).get(slot)
+    return said is None or bool(str(said).strip())
+
+
+def strict_match(intent: Intent) -> bool:
+    """Matched as said: no fuzzy name snapping, full confidence."""
+    return intent.confidence >= 1.0 and not intent.data.get("fuzzy")

@@ -10,6 +10,7 @@ import asyncio
 import functools
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -29,7 +30,7 @@ from voiced.run import Phase, Run, Speculation, StageFailed, StageTimeout, Utter
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
-from voiced.speech_cache import SpeechCache
+from voiced.speech_cache import SpeechCache, prewarm
 from voiced.speech_stream import SpeechStream
 from voiced.stages import Sink, Source
 
@@ -39,6 +40,7 @@ REQUIRED_KINDS = ("source", "service")
 """Stages the daemon is for: one that can't load or start fails the start (exit 1, the reason
 on stderr) instead of a healthy-looking daemon doing nothing. Others are optional: an intent,
 handler or sink that fails is an error event and the daemon runs on without it."""
+PREWARM_DELAY = 0.5  # s after ready before the fixed answers are synthesized (start-up first)
 MUTED_REMEMBERED = 256  # freed satellite sites whose muted flag is kept for their return
 
 
@@ -73,10 +75,12 @@ class Pipeline:
         self.accepting = True
         self.dropped_utterances = 0
         self._waiting_sites: set[str] = set()  # sites whose audio can wait (files, pipes)
+        self._fast_feeds = 0  # such sites being read now
         self._asr_busy = 0  # committed utterances an ASR worker is transcribing now
         self._speculating = 0  # speculative transcripts in flight (early commit)
         self.speculations_dropped = 0  # pauses not speculated on: ASR had committed work
         self.speech_cache = SpeechCache()  # short answers, synthesized once per voice
+        self.answers_cached: asyncio.Task[int] | None = None  # the fixed answers' prewarm
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
@@ -348,6 +352,43 @@ class Pipeline:
                 sources=[s.stage_name for s in self.sources],
             ).event(None, self.settings.site_id)
         )
+        if self.tts is not None and self.tts.loaded and self.settings.pipeline.cache_fixed_answers:
+            self.answers_cached = asyncio.create_task(self._cache_answers(), name="prewarm")
+
+    async def _cache_answers(self) -> int:
+        """The handlers' fixed answers into the speech cache, after start-up and only while
+        the daemon has nothing else to do; never fails the daemon."""
+        await asyncio.sleep(PREWARM_DELAY)
+        await self._idle()  # rendering the templates is Python work too (the GIL)
+        answers = [self.settings.pipeline.not_understood]  # the daemon's own fixed answer
+        for (kind, name), component in self.components.items():
+            if kind != "handler" or not hasattr(component, "fixed_answers"):
+                continue
+            try:
+                answers += await self.in_thread(component.fixed_answers)
+            except Exception as exc:
+                log.warning("handler %s: its fixed answers are not cached: %s", name, exc)
+        assert self.tts is not None
+        started = time.monotonic()
+        voice = self.tts.active
+        kept = await prewarm(self.speech_cache, voice, answers, self.in_thread, self._idle)
+        log.info("cached %d fixed answers in %.1f s", kept, time.monotonic() - started)
+        return kept
+
+    async def _idle(self) -> None:
+        """Return once no run is open, no ASR work is queued or running and no file or pipe
+        is being read (it goes as fast as the daemon does)."""
+        assert self.queue is not None
+        while (
+            self._tasks
+            or self._fast_feeds
+            or self._asr_busy
+            or self._speculating
+            or not self.queue.empty()
+            or any(site.runs for site in self.sites.values())
+            or any(runs.runs for runs in self._siteless.values())
+        ):
+            await asyncio.sleep(0.05)
 
     async def _load_optional(self, kind: str, name: str, stage: Any) -> bool:
         """Load a stage the daemon can run without; a failure is an error event, not a crash.
@@ -417,6 +458,8 @@ class Pipeline:
         await self._feed(site, source)
 
     async def _feed(self, site: Site, source: Source) -> None:
+        fast = source.site_id in self._waiting_sites
+        self._fast_feeds += fast  # audio read as fast as it goes: the daemon is never idle
         try:
             async for chunk in source.chunks():
                 if not self.accepting:
@@ -431,6 +474,8 @@ class Pipeline:
                 error_event("source", str(exc), None, source.site_id, error=type(exc).__name__)
             )
             await site.finish()
+        finally:
+            self._fast_feeds -= fast
 
     async def _new_site(
         self, site_id: str, sinks: list[Sink] | None, hears_playback: bool = True
@@ -638,6 +683,9 @@ class Pipeline:
         """Stop taking audio, let runs in flight finish within ``grace``, stop services."""
         grace = self.settings.pipeline.shutdown_grace if grace is None else grace
         self.accepting = False
+        if self.answers_cached is not None:
+            self.answers_cached.cancel()
+            await asyncio.gather(self.answers_cached, return_exceptions=True)
         feeds = [*self._site_tasks, *self._feeds.values()]
         for task in feeds:
             task.cancel()

@@ -1,4 +1,7 @@
-"""Speaking an answer: sentence by sentence, so the first sentence plays while the rest is made."""
+"""Speaking an answer: sentence by sentence, so the first sentence plays while the rest is made.
+
+A long first sentence is cut after its first clause (Piper makes each piece in one call: the
+first audio waits for the first piece only), and short answers come from the speech cache."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from voiced.audio import AudioChunk
 from voiced.chain import EngineChain
 from voiced.context import RunContext
 from voiced.events import Event
-from voiced.sentences import split_sentences
+from voiced.sentences import lead_clause, split_sentences
 from voiced.speech_cache import SpeechCache
 
 AHEAD = 2  # sentences synthesized ahead of playback: bounds memory for very long answers
@@ -31,6 +34,7 @@ async def speak(
 
     A sentence in ``cache`` for the active voice plays without being synthesized again."""
     sentences = await in_thread(split_sentences, text)  # long text: CPU work off the loop
+    sentences = lead_clause(sentences)  # the first audio from a few words, not a long sentence
     if not sentences:
         return
     run, site = context.run_id, context.site_id

@@ -66,6 +66,9 @@ class Speculation:
     asr_seconds: float
     engine: str
     data: dict[str, Any]  # the recognizers' context.data from this pass
+    # False: the utterance went on to its normal endpoint in this same pause, and this pass
+    # is its transcript (answered without a second ASR pass, but not early).
+    early: bool = True
 
 
 @dataclass
@@ -315,7 +318,11 @@ class Run:
                 asr_seconds=round(speculation.asr_seconds, 4),
                 rtf=round(speculation.asr_seconds / seconds, 4) if seconds else None,
                 no_speech=transcript.no_speech,
-                extra={**transcript.data, "early_commit": True},
+                extra={
+                    **transcript.data,
+                    "early_commit": speculation.early,
+                    "speculative": True,  # made during the pause, not after the endpoint
+                },
             )
         )
         if intent is not None:

@@ -22,6 +22,7 @@ class SpeechEnded:
     stream_time: float
     audio: bytes  # the whole utterance, pre-roll included
     reason: str  # silence | max-length | end-of-stream | early-commit
+    pause: int = 0  # the number of the pause it ended in (SpeechPaused.pause)
 
     @property
     def seconds(self) -> float:
@@ -167,6 +168,6 @@ class UtteranceSegmenter:
         return None
 
     def _end(self, reason: str) -> SpeechEnded:
-        ended = SpeechEnded(self.stream_time, b"".join(self._utterance), reason)
+        ended = SpeechEnded(self.stream_time, b"".join(self._utterance), reason, self._pause)
         self.reset()
         return ended

@@ -6,6 +6,9 @@ end, and ``3.5`` or ``10:30`` never are, because no space follows. A sentence lo
 ``max_chars`` is cut at the weakest boundary that makes it fit: line breaks, then ``; :``,
 then commas and dashes, then spaces, and as a last resort inside a word, so no piece ever
 exceeds ``max_chars`` and one synthesis call stays bounded in time and memory.
+
+:func:`lead_clause` cuts a long first sentence at its first clause boundary, so the first
+audio of an answer is made from a few words (a Piper voice makes a whole piece in one call).
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ _CUTS = (
 )
 _CJK_MARK = "；：，、"
 MIN_MAX_CHARS = 10
+LEAD_CHARS = 40  # a first sentence longer than this is cut at its first clause boundary
+_CLAUSE = re.compile(r"(?<=[,;:—–])\s+|(?<=[，、；：])\s*")
 
 
 def split_sentences(text: str, max_chars: int = 300) -> list[str]:
@@ -63,6 +68,20 @@ def iter_sentences(text: str, max_chars: int = 300) -> Iterator[str]:
                 piece = _SPACE.sub(" ", piece).strip()
                 if any(ch.isalnum() for ch in piece):
                     yield piece
+
+
+def lead_clause(sentences: list[str], max_chars: int = LEAD_CHARS) -> list[str]:
+    """``sentences`` with the first one cut after its first clause (``, ; : —``) when it is
+    longer than ``max_chars`` and the clause has at least two words: "Sorry, ..." stays whole.
+    Nothing is lost or reordered; the cut only decides where synthesis pauses first."""
+    if not sentences or len(sentences[0]) <= max_chars:
+        return sentences
+    first = sentences[0]
+    for match in _CLAUSE.finditer(first):
+        head, rest = first[: match.start()].strip(), first[match.end() :].strip()
+        if len(head.split()) >= 2 and any(ch.isalnum() for ch in rest):
+            return [head, rest, *sentences[1:]]
+    return sentences
 
 
 def _sentences(paragraph: str) -> Iterator[str]:

@@ -11,12 +11,13 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from voiced import events as ev
 from voiced.audio import PIPELINE_FORMAT, AudioChunk
 from voiced.config import ConversationConfig
-from voiced.early_commit import complete_command
+from voiced.early_commit import complete_command, strict_match
 from voiced.events import Event
 from voiced.run import Phase, Run, Speculation, Utterance
 from voiced.segmenter import SpeechEnded, SpeechPaused, SpeechStarted, UtteranceSegmenter
@@ -58,6 +59,9 @@ class Site(SiteRuns):
         self.speculate = speculate
         self.commit_early = commit_early
         self._speculation: asyncio.Task[None] | None = None
+        # The last speculation heard in full but not committed: (run, pause, speculation).
+        # If the utterance then ends in that same pause, it is the normal transcript.
+        self._heard: tuple[Run, int, Speculation] | None = None
         # How pauses went: started, no-room, stale, incomplete, committed (benchmarks, tests).
         self.speculations: Counter[str] = Counter()
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
@@ -218,16 +222,44 @@ class Site(SiteRuns):
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
+        speculation = self._same_audio(event)
         stream, self._stream = self._stream, None
-        if stream is not None:
+        if stream is not None and speculation is None:
             stream.send_rest(event.audio)
+        elif stream is not None:
+            stream.abort()  # the speculation answers; the remote's pass is not needed
         run = self._speech_ended(event)
+        if speculation is not None:
+            self.speculations["reused"] += 1
+            self.commit_early(run, replace(speculation, early=False))  # type: ignore[misc]
+            return
         await self.submit(Utterance(run, event.audio, event.reason, stream=stream))
 
     def _drop_stream(self) -> None:
         stream, self._stream = self._stream, None
         if stream is not None:
             stream.abort()
+
+    def _same_audio(self, event: SpeechEnded) -> Speculation | None:
+        """A finished speculation of exactly this utterance, if there is one: made in the
+        pause the utterance ended in (nothing but silence was heard after it), from the
+        padded audio the normal pass would transcribe. Used only when it recognized a command
+        strictly (a misheard or free-speech draft gets the full pass). One still running is
+        not waited for: a speculation never delays committed work (nor this site's audio)."""
+        run = self.current
+        config = self.segmenter.config
+        if event.reason != "silence" or run is None or not config.early_commit or self.muted:
+            self._heard = None
+            return None
+        heard, self._heard = self._heard, None
+        if heard is None or heard[0] is not run or heard[1] != event.pause or run.ended:
+            return None
+        speculation = heard[2]
+        intent = speculation.intent
+        recognizers = config.early_commit_recognizers
+        if intent is None or intent.recognizer not in recognizers or not strict_match(intent):
+            return None
+        return speculation
 
     def _speech_ended(self, event: SpeechEnded) -> Run:
         self._drop_stream()  # an early commit answers from its speculation instead
@@ -270,8 +302,15 @@ class Site(SiteRuns):
                 self._on_speech_pause(self.segmenter.snapshot())  # a newer pause, unheard
             return  # speech resumed (or the utterance ended): dropped without a trace
         recognizers = self.segmenter.config.early_commit_recognizers
+        log.debug(
+            "[%s] speculative transcript %r: %s",
+            self.site_id,
+            speculation.transcript.text,
+            speculation.intent.to_dict() if speculation.intent else "no intent",
+        )
         if not complete_command(speculation.intent, speculation.transcript.text, recognizers):
             self.speculations["incomplete"] += 1
+            self._heard = (run, pause.pause, speculation)
             return  # free speech or half a command: the normal endpoint decides
         self.speculations["committed"] += 1
         self._speech_ended(self.segmenter.commit("early-commit"))
