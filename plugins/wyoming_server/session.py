@@ -520,8 +520,8 @@ class Session(AsyncEventHandler):
 
     async def _start_satellite(self, name: str | None) -> None:
         self._need("satellite")
-        if self.source is not None:
-            return
+        if self.source is not None or self.closed or not self.app.accepting:
+            return  # one site per connection; none once it (or the daemon) is stopping
         self.site_id = self.service.attach(self, name or self.satellite_name)
         self.source = SatelliteSource(self.site_id)
         try:
