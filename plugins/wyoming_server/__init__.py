@@ -214,6 +214,22 @@ class WyomingService:
         for stage in stages:
             stage.close()
 
+    async def take_over(self, session: Session, name: str) -> None:
+        """A named satellite that connects again from the same host gets its site back: its
+        older connection (gone without a word, or its end not read yet) is closed first.
+        (Otherwise the room would become ``name-<port>`` until that connection timed out.)"""
+        old = self.satellites.get(name)
+        if old is None or old is session or old.host != session.host:
+            return
+        log.info(
+            "[%s] satellite connected again from %s: closing its older connection %s",
+            name,
+            session.peer,
+            old.peer,
+        )
+        await old.disconnect()
+        old.writer.close()
+
     def attach(self, session: Session, name: str | None) -> str:
         """Give a satellite connection its site id (unique among live satellites); raises
         ``RequestError`` past ``max_satellites``."""

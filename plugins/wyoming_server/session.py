@@ -82,7 +82,8 @@ class Session(AsyncEventHandler):
         self.service = service
         self.app = service.app
         self.peer = peer_name(writer)
-        self.site_id = site_id or f"wyoming-{self.peer.rsplit('-', 1)[0]}"
+        self.host = self.peer.rsplit("-", 1)[0]  # the peer's address without its port
+        self.site_id = site_id or f"wyoming-{self.host}"
         self.closed = False
         self._lock = asyncio.Lock()
         self._pending: set[asyncio.Task[Any]] = set()
@@ -522,7 +523,10 @@ class Session(AsyncEventHandler):
         self._need("satellite")
         if self.source is not None or self.closed or not self.app.accepting:
             return  # one site per connection; none once it (or the daemon) is stopping
-        self.site_id = self.service.attach(self, name or self.satellite_name)
+        name = name or self.satellite_name
+        if name:
+            await self.service.take_over(self, name)
+        self.site_id = self.service.attach(self, name)
         self.source = SatelliteSource(self.site_id)
         try:
             await self.app.attach_site(self.source, sinks=[self.service.sink_for(self.site_id)])
