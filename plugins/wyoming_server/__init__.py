@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 Service = Literal["asr", "tts", "wake", "intent", "handle", "satellite"]
 ALL_SERVICES: list[Service] = ["asr", "tts", "wake", "intent", "handle", "satellite"]
+DETACH_SECONDS = 15.0  # a site's stream ends within 10 s (Pipeline.detach_site), then it is freed
 WAKE_POOL = 4  # loaded wake-stage sets kept for the next detect connection (loading takes ~0.3 s)
 
 
@@ -229,6 +230,8 @@ class WyomingService:
         )
         await old.disconnect()
         old.writer.close()
+        with contextlib.suppress(TimeoutError):  # its own end may be freeing the site already
+            await asyncio.wait_for(old.detached.wait(), DETACH_SECONDS)
 
     def attach(self, session: Session, name: str | None) -> str:
         """Give a satellite connection its site id (unique among live satellites); raises
@@ -250,6 +253,7 @@ class WyomingService:
         site_id = session.site_id
         if self.satellites.get(site_id) is session:
             del self.satellites[site_id]
+            session.detached.set()
             sink = self._sinks.get(site_id)
             if sink is not None and sink.session is session:
                 del self._sinks[site_id]  # a satellite that comes back gets a new one

@@ -85,6 +85,7 @@ class Session(AsyncEventHandler):
         self.host = self.peer.rsplit("-", 1)[0]  # the peer's address without its port
         self.site_id = site_id or f"wyoming-{self.host}"
         self.closed = False
+        self.detached = asyncio.Event()  # set once its satellite site is given up
         self._lock = asyncio.Lock()
         self._pending: set[asyncio.Task[Any]] = set()
         # request state: "transcribe" | "detect" | None
