@@ -109,7 +109,8 @@ class DaemonProcess:
         return usage(self.pid, self.started)
 
     def log_lines(self) -> list[str]:
-        self._log_file.flush()
+        if not self._log_file.closed:
+            self._log_file.flush()
         return self.log_path.read_text(errors="replace").splitlines()
 
     def tail(self, n: int = 40) -> str:
