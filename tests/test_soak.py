@@ -567,9 +567,9 @@ def test_ten_minutes_of_speech_commands_and_clients_leave_nothing_behind(
     bad = [line for line in running if " WARNING " in line or " ERROR " in line]
     assert not bad, bad[:5]  # nothing dropped, refused or failed: no warning, no error
     assert code == 0, daemon.tail()
-    for site in ("default", "satellite"):
-        assert tally.spoken[site], f"nothing was spoken at {site}"
-        assert not tally.answered(site), tally.answered(site)
+    for feeder in ("default", "satellite"):
+        assert tally.spoken[feeder], f"nothing was spoken by the {feeder} feeder"
+        assert not tally.answered(feeder), tally.answered(feeder)
     wrong = [(word, heard) for word, heard in tally.transcribed if word not in heard.lower()]
     assert tally.transcribed and not wrong, wrong
     assert tally.says and tally.mutes
