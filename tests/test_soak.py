@@ -12,7 +12,7 @@ a real mosquitto on 127.0.0.1. Nothing may grow and nothing may be lost:
 
 The feeders are closed loops (the next command once the last one is answered), so the load is
 as much as the machine can take without dropping anything, on 2 cores or 32.
-``VOICED_SOAK_SECONDS`` shortens (or lengthens) the run; 600 s by default. The figures are
+``SOAK_SECONDS`` shortens (or lengthens) the run; 600 s by default. The figures are
 printed at the end (docs/benchmarks.md, "Soak").
 """
 
@@ -44,7 +44,7 @@ from wyoming.event import Event, read_event, write_event
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-SECONDS = float(os.environ.get("VOICED_SOAK_SECONDS", "600"))
+SECONDS = float(os.environ.get("SOAK_SECONDS", "600"))
 WARMUP = min(120.0, SECONDS / 2)  # models loaded, caches and pools filled
 PACE = 4.0  # audio is streamed at 4x real time
 ANSWER_TIMEOUT = 240.0  # one command on a loaded machine; past it, the command was lost
