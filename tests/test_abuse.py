@@ -298,6 +298,26 @@ async def test_satellite_sites_are_bounded_and_freed_when_they_leave(daemon, lag
     assert not wyoming.satellites and not wyoming._sinks
 
 
+@pytest.mark.parametrize("old_connection", ["left open", "just closed"])
+async def test_a_satellite_that_connects_again_gets_its_site_back(daemon, old_connection, lag):
+    wyoming = daemon.stage("service", "wyoming")
+    first = await satellite(daemon, "attic")
+    await until(lambda: "attic" in daemon.sites)
+    if old_connection == "just closed":  # the server may not have read its end yet
+        await first.disconnect()
+    # else its Wi-Fi dropped: the old connection is still open when the satellite comes back
+    second = await satellite(daemon, "attic")
+    if old_connection == "left open":
+        while (event := await next_event(first)) is not None:  # the server closes the old one
+            assert event.type != "error", event
+    await until(lambda: wyoming.satellites.get("attic") is not None and "attic" in daemon.sites)
+    assert [name for name in wyoming.satellites if name.startswith("attic")] == ["attic"]
+    assert not [site for site in daemon.sites if site.startswith("attic-")]
+    await second.disconnect()
+    await first.disconnect()
+    await until(lambda: "attic" not in daemon.sites and not wyoming.satellites)
+
+
 # -- command admission --------------------------------------------------------------------------
 
 

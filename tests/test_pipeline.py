@@ -217,6 +217,40 @@ async def test_a_file_read_as_fast_as_it_goes_waits_for_asr_and_loses_nothing(fo
     assert {e.data["reason"] for e in events.of("run-end")} == {"done"}
 
 
+class SecondFileSource:
+    """The real file source under a second name, so one pipeline reads two files at once."""
+
+    @hookimpl
+    def voiced_register_stages(self, register):
+        from voiced_plugins.io_wav import FileSource, FileSourceOptions
+
+        register("source", "file2", FileSource, options=FileSourceOptions)
+
+
+async def test_a_live_source_that_overflows_drops_its_own_speech_never_a_files(four_commands):
+    live = {"path": str(four_commands), "realtime": True, "site_id": "kitchen"}
+    fast = {"path": str(four_commands), "site_id": "archive"}  # read as fast as it goes
+    _, events = await run_pipeline(
+        overrides(
+            pipeline={
+                "source": ["file2", "file"],
+                "asr": ["slower-whisper"],
+                "asr_queue_size": 1,
+                "tts": ["piper"],
+            },
+            stages={"source": {"file": fast, "file2": live}},
+        ),
+        [("slow", SlowStages()), ("file2", SecondFileSource())],
+    )
+    ends = {e.run_id: (e.site_id, e.data["reason"]) for e in events.of("run-end")}
+    archive = [reason for site, reason in ends.values() if site == "archive"]
+    assert archive == ["done"] * 4, archive  # the file waited: nothing of it was dropped
+    dropped = [e for e in events.of("error") if e.data["stage"] == "asr-queue"]
+    assert {e.site_id for e in dropped} <= {"kitchen"}  # any drop is the live site's own
+    kitchen = [reason for site, reason in ends.values() if site == "kitchen"]
+    assert len(kitchen) == 4, kitchen  # each ends, one way or another
+
+
 async def test_the_block_policy_holds_the_source_back_and_loses_nothing(four_commands):
     _, events = await run_pipeline(
         overrides(

@@ -17,6 +17,7 @@ from typing import Any
 
 from voiced import events as ev
 from voiced.arbiter import WakeArbiter
+from voiced.asr_queue import UtteranceQueue
 from voiced.audio import PCM_BYTES_PER_SECOND, AudioFormat
 from voiced.building import make_stage
 from voiced.chain import ChainError, EngineChain
@@ -60,7 +61,7 @@ class Pipeline:
         workers = settings.pipeline.asr_workers + 8
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="voiced")
         self.sites: dict[str, Site] = {}
-        self.queue: asyncio.Queue[Utterance] | None = None
+        self.queue: UtteranceQueue[Utterance] | None = None
         self.sources: list[Source] = []
         self.sinks: list[Sink] = []
         self.components: dict[tuple[str, str], Any] = {}
@@ -315,7 +316,7 @@ class Pipeline:
         """Build, load and warm up every stage, start services; then the daemon is ready."""
         self.loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self.queue = asyncio.Queue(self.settings.pipeline.asr_queue_size)
+        self.queue = UtteranceQueue(self.settings.pipeline.asr_queue_size)
         if not self._built:
             self.build()
         # Observers first, so they see the loading events.
@@ -520,16 +521,18 @@ class Pipeline:
         """Queue an utterance for ASR, applying the overload policy when the queue is full.
 
         Audio that can wait (a file, a pipe) is always held back instead: it must never lose
-        speech to a policy meant for a microphone that cannot stop talking. (A live utterance
-        that overflows may still drop the oldest queued one whatever its source: a file and a
-        microphone read at once is the one case left.)
+        speech to a policy meant for a microphone that cannot stop talking. So a live
+        utterance that overflows drops the oldest queued utterance of a live site only; when
+        every queued one is a file's or a pipe's, it waits its turn like them.
         """
         assert self.queue is not None
         policy = self.settings.pipeline.overload_policy
         waits = utterance.run.site_id in self._waiting_sites
         if self.queue.full() and policy == "drop-oldest" and not waits:
-            dropped = self.queue.get_nowait()
-            self.queue.task_done()
+            dropped = self.queue.take_oldest(lambda u: u.run.site_id not in self._waiting_sites)
+        else:
+            dropped = None
+        if dropped is not None:
             self.dropped_utterances += 1
             message = (
                 f"ASR is behind: queue of {self.queue.maxsize} full, dropped the oldest "

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 Service = Literal["asr", "tts", "wake", "intent", "handle", "satellite"]
 ALL_SERVICES: list[Service] = ["asr", "tts", "wake", "intent", "handle", "satellite"]
+DETACH_SECONDS = 15.0  # a site's stream ends within 10 s (Pipeline.detach_site), then it is freed
 WAKE_POOL = 4  # loaded wake-stage sets kept for the next detect connection (loading takes ~0.3 s)
 
 
@@ -214,6 +215,24 @@ class WyomingService:
         for stage in stages:
             stage.close()
 
+    async def take_over(self, session: Session, name: str) -> None:
+        """A named satellite that connects again from the same host gets its site back: its
+        older connection (gone without a word, or its end not read yet) is closed first.
+        (Otherwise the room would become ``name-<port>`` until that connection timed out.)"""
+        old = self.satellites.get(name)
+        if old is None or old is session or old.host != session.host:
+            return
+        log.info(
+            "[%s] satellite connected again from %s: closing its older connection %s",
+            name,
+            session.peer,
+            old.peer,
+        )
+        await old.disconnect()
+        old.writer.close()
+        with contextlib.suppress(TimeoutError):  # its own end may be freeing the site already
+            await asyncio.wait_for(old.detached.wait(), DETACH_SECONDS)
+
     def attach(self, session: Session, name: str | None) -> str:
         """Give a satellite connection its site id (unique among live satellites); raises
         ``RequestError`` past ``max_satellites``."""
@@ -234,6 +253,7 @@ class WyomingService:
         site_id = session.site_id
         if self.satellites.get(site_id) is session:
             del self.satellites[site_id]
+            session.detached.set()
             sink = self._sinks.get(site_id)
             if sink is not None and sink.session is session:
                 del self._sinks[site_id]  # a satellite that comes back gets a new one

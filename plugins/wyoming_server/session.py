@@ -82,8 +82,10 @@ class Session(AsyncEventHandler):
         self.service = service
         self.app = service.app
         self.peer = peer_name(writer)
-        self.site_id = site_id or f"wyoming-{self.peer.rsplit('-', 1)[0]}"
+        self.host = self.peer.rsplit("-", 1)[0]  # the peer's address without its port
+        self.site_id = site_id or f"wyoming-{self.host}"
         self.closed = False
+        self.detached = asyncio.Event()  # set once its satellite site is given up
         self._lock = asyncio.Lock()
         self._pending: set[asyncio.Task[Any]] = set()
         # request state: "transcribe" | "detect" | None
@@ -520,9 +522,12 @@ class Session(AsyncEventHandler):
 
     async def _start_satellite(self, name: str | None) -> None:
         self._need("satellite")
-        if self.source is not None:
-            return
-        self.site_id = self.service.attach(self, name or self.satellite_name)
+        if self.source is not None or self.closed or not self.app.accepting:
+            return  # one site per connection; none once it (or the daemon) is stopping
+        name = name or self.satellite_name
+        if name:
+            await self.service.take_over(self, name)
+        self.site_id = self.service.attach(self, name)
         self.source = SatelliteSource(self.site_id)
         try:
             await self.app.attach_site(self.source, sinks=[self.service.sink_for(self.site_id)])

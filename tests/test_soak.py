@@ -1,0 +1,580 @@
+"""The soak: a real ``voiced run`` child hearing speech and silence for ten minutes, through
+its stdin and through Wyoming, several times faster than real time, while commands arrive over
+a real mosquitto on 127.0.0.1. Nothing may grow and nothing may be lost:
+
+* RSS grows less than 5 % between the end of the warm-up and the end of the run; threads and
+  file descriptors stay flat (a small fixed slack, explained at ``THREAD_SLACK``/``FD_SLACK``);
+* a subscriber with a persistent session (QoS 1; it drops off the broker once mid-run) gets
+  every event the daemon printed, and every spoken command's run has its transcript, intent,
+  handled, answer (tts) and run-end events;
+* every spoken command is answered with the intent it asked for, every ``say`` is spoken,
+  every mute/unmute is acknowledged, every Wyoming ``transcribe`` gets its text.
+
+The feeders are closed loops (the next command once the last one is answered), so the load is
+as much as the machine can take without dropping anything, on 2 cores or 32.
+``SOAK_SECONDS`` shortens (or lengthens) the run; 600 s by default. The figures are
+printed at the end (docs/benchmarks.md, "Soak").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import socket
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as paho
+import pytest
+from daemon_process import DaemonProcess, Usage
+from mqtt_fixtures import Mosquitto, Recorder, free_port, make_certs
+from paho.mqtt.enums import CallbackAPIVersion
+from speech import silence, steady_piper
+from wyoming.audio import AudioChunk, AudioStart, AudioStop
+from wyoming.event import Event, read_event, write_event
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+SECONDS = float(os.environ.get("SOAK_SECONDS", "600"))
+WARMUP = min(120.0, SECONDS / 2)  # models loaded, caches and pools filled
+PACE = 4.0  # audio is streamed at 4x real time
+ANSWER_TIMEOUT = 240.0  # one command on a loaded machine; past it, the command was lost
+SATELLITE = "soak-sat"
+# Threads: the loop's default executor starts a worker only when all are busy (up to
+# cpu_count + 4); a rare peak of concurrent to_thread calls late in the run may add a few.
+THREAD_SLACK = 4
+# fds: a transcribe connection open at the moment of a sample, a WAV answer being written,
+# an MQTT/Wyoming socket mid-reconnect.
+FD_SLACK = 3
+
+COMMANDS = [  # (what is said, the intent it must give, a word its transcript must have)
+    ("Turn on the kitchen lights.", "HassTurnOn", "kitchen"),
+    ("What time is it?", "HassGetCurrentTime", "time"),
+    ("Turn off the bedroom light.", "HassTurnOff", "bedroom"),
+]
+SAY = "The soak test is still running."
+
+CONFIG = """
+log_level = "INFO"
+site_id = "default"
+
+[pipeline]
+source = ["stdin"]
+wake = []
+asr = ["whisper-ctranslate2"]
+intent = ["hassil"]
+handler = ["builtin", "responses"]
+tts = ["piper"]
+sink = ["wav"]
+service = ["log", "wyoming", "mqtt"]
+
+[conversation]
+follow_up = "off"
+
+[stages.source.stdin]
+chunk_ms = 20
+
+[stages.sink.wav]
+path = "{answers}"
+keep = 20
+
+[stages.intent.hassil]
+home = "{home}"
+
+[stages.service.log]
+format = "json"
+
+[stages.service.wyoming]
+uri = "tcp://127.0.0.1:{wyoming}"
+wake = []
+
+[stages.service.mqtt]
+url = "mqtt://127.0.0.1:{mqtt}"
+discovery = false
+"""
+
+
+# -- what is sent ---------------------------------------------------------------------------
+
+
+class PacedFeed(threading.Thread):
+    """Streams 16 kHz mono PCM through ``write`` at PACE x real time without pause: the
+    speech queued with ``speak``, silence in between (a microphone never stops)."""
+
+    CHUNK = int(0.064 * 16000) * 2  # 64 ms
+
+    def __init__(self, write: Callable[[bytes], None], name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self.write = write
+        self.speech: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self.stopping = threading.Event()
+        self.seconds = 0.0  # audio sent
+        self.error: BaseException | None = None
+
+    def speak(self, pcm: bytes) -> None:
+        self.speech.put(pcm + silence(1.2))
+
+    def run(self) -> None:
+        start, pending, quiet = time.monotonic(), b"", silence(0.064)
+        try:
+            while not self.stopping.is_set():
+                if not pending:
+                    try:
+                        pending = self.speech.get_nowait()
+                    except queue.Empty:
+                        pending = quiet
+                piece, pending = pending[: self.CHUNK], pending[self.CHUNK :]
+                self.write(piece)
+                self.seconds += len(piece) / 32000
+                ahead = start + self.seconds / PACE - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+                elif ahead < -1.0:  # held back by the reader: don't make up for it in a burst
+                    start = time.monotonic() - self.seconds / PACE
+        except (OSError, ValueError) as exc:  # the other end went away
+            if not self.stopping.is_set():
+                self.error = exc
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(10)
+
+
+# -- what is heard back ---------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    run_id: str
+    site: str
+    reason: str = ""
+    types: list[str] = field(default_factory=list)
+    data: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def ended(self) -> bool:
+        return "run-end" in self.data
+
+
+class EventBook:
+    """Every event on ``voiced/+/event/+`` as a QoS 1 subscriber with a persistent session
+    gets it, by run; ``away()`` disconnects it for a while (the broker keeps its messages)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.events: list[dict[str, Any]] = []
+        self.runs: dict[str, Run] = {}
+        self.cond = threading.Condition()
+        self.subscribed = threading.Event()
+        self.client = paho.Client(
+            CallbackAPIVersion.VERSION2,
+            client_id=f"soak-book-{uuid.uuid4().hex[:6]}",
+            protocol=paho.MQTTv311,
+            clean_session=False,
+        )
+        self.client.on_connect = lambda c, *_: c.subscribe("voiced/+/event/+", qos=1)
+        self.client.on_subscribe = lambda *_: self.subscribed.set()
+        self.client.on_message = self._on_message
+        self.client.connect("127.0.0.1", port, keepalive=10)
+        self.client.loop_start()
+        assert self.subscribed.wait(10), "the event book could not subscribe"
+
+    def _on_message(self, client: Any, userdata: Any, message: Any) -> None:
+        event = json.loads(message.payload)
+        with self.cond:
+            self.events.append(event)
+            run_id = event.get("run_id")
+            if run_id:
+                run = self.runs.setdefault(run_id, Run(run_id, event["site_id"]))
+                run.types.append(event["type"])
+                run.data.setdefault(event["type"], event["data"])
+                if event["type"] == "run-start":
+                    run.reason = event["data"].get("reason", "")
+            self.cond.notify_all()
+
+    def away(self, seconds: float) -> None:
+        """Off the broker for ``seconds``; back with the same session."""
+        self.client.disconnect()
+        self.client.loop_stop()
+        time.sleep(seconds)
+        self.subscribed.clear()
+        self.client.reconnect()
+        self.client.loop_start()
+
+    def wait(self, predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not (result := predicate()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{what}: not seen in {timeout:g} s")
+                self.cond.wait(min(left, 0.5))
+            return result
+
+    def ended(self, site: str, reason: str) -> list[Run]:
+        return [r for r in self.runs.values() if r.site == site and r.reason == reason and r.ended]
+
+    def wait_ended(self, site: str, reason: str, count: int) -> Run:
+        """The ``count``-th run of that reason at that site, once it ended."""
+        runs = self.wait(
+            lambda: len(found := self.ended(site, reason)) >= count and found,
+            ANSWER_TIMEOUT,
+            f"run {count} ({reason}) at {site}",
+        )
+        return runs[count - 1]
+
+    def count(self, site: str, kind: str, **data: Any) -> int:
+        return sum(
+            1
+            for e in self.events
+            if e["site_id"] == site
+            and e["type"] == kind
+            and all(e["data"].get(k) == v for k, v in data.items())
+        )
+
+    def close(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+# -- the daemon and its feeders -------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What each feeder sent and what came back."""
+
+    spoken: dict[str, list[tuple[str, Run]]] = field(default_factory=dict)  # feeder -> runs
+    says: int = 0
+    mutes: int = 0
+    transcribed: list[tuple[str, str]] = field(default_factory=list)  # (word said, heard)
+    failures: list[str] = field(default_factory=list)
+
+    def answered(self, feeder: str) -> list[str]:
+        """What went wrong with a feeder's spoken commands (empty: all answered)."""
+        wrong = []
+        for intent, run in self.spoken.get(feeder, []):
+            missing = {"transcript", "intent", "handled", "tts-start", "tts-end"} - set(run.types)
+            got = run.data.get("intent", {}).get("name")
+            reason = run.data["run-end"].get("reason")
+            if missing or got != intent or reason != "done":
+                heard = run.data.get("transcript", {}).get("text")
+                wrong.append(f"{run.run_id[:8]}: {heard!r} -> {got} ({reason}), no {missing}")
+        return wrong
+
+
+@pytest.fixture(scope="module")
+def speech() -> dict[str, bytes]:
+    return {text: steady_piper(text) for text, _, _ in COMMANDS}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
+    folder = tmp_path_factory.mktemp("soak-broker")
+    mosquitto = Mosquitto(folder, make_certs(folder))
+    mosquitto.start()
+    yield mosquitto
+    mosquitto.stop()
+
+
+def hang_up(sock: socket.socket) -> None:
+    """Close for real: files made with ``makefile`` would keep the descriptor open (and the
+    server would never see the end of the connection)."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    sock.close()
+
+
+def publisher(port: int) -> paho.Client:
+    client = paho.Client(CallbackAPIVersion.VERSION2, protocol=paho.MQTTv311)
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    return client
+
+
+def send(client: paho.Client, topic: str, payload: str) -> None:
+    client.publish(topic, payload.encode(), qos=1).wait_for_publish(10)
+
+
+def stdin_feeder(
+    daemon: DaemonProcess, book: EventBook, mqtt: paho.Client, speech: dict, until: float, tally
+) -> Callable[[], None]:
+    """Commands through the daemon's stdin; every third one followed by a mute and an unmute
+    over MQTT (nothing is spoken while muted)."""
+    assert daemon.proc.stdin is not None
+    feed = PacedFeed(daemon.proc.stdin.write, "soak-stdin")
+    feed.write = lambda pcm: (daemon.proc.stdin.write(pcm), daemon.proc.stdin.flush())
+    feed.start()
+    runs: list[tuple[str, Run]] = tally.spoken.setdefault("default", [])
+
+    def loop() -> None:
+        try:
+            while time.monotonic() < until:
+                text, intent, _ = COMMANDS[len(runs) % len(COMMANDS)]
+                feed.speak(speech[text])
+                runs.append((intent, book.wait_ended("default", "speech", len(runs) + 1)))
+                if len(runs) % 3 == 0:
+                    for muted, word in ((True, "on"), (False, "off")):
+                        seen = book.count("default", "muted", muted=muted)
+                        send(mqtt, "voiced/default/command/mute", word)
+                        book.wait(
+                            lambda m=muted, s=seen: book.count("default", "muted", muted=m) > s,
+                            ANSWER_TIMEOUT,
+                            f"muted={muted}",
+                        )
+                        tally.mutes += 1
+                        time.sleep(0.5)
+        finally:
+            feed.stop()
+            if feed.error:
+                tally.failures.append(f"stdin: {feed.error!r}")
+
+    return loop
+
+
+def satellite_feeder(port: int, book: EventBook, speech: dict, until: float, tally):
+    """A Wyoming satellite streaming without pause; every fifth command it hangs up and dials
+    again at once, as after a Wi-Fi drop: it must get its own site back (the daemon closes the
+    older connection if it has not read its end yet) and the old site's state is freed."""
+    runs: list[tuple[str, Run]] = tally.spoken.setdefault("satellite", [])
+
+    def connection(site: str) -> tuple[socket.socket, PacedFeed, threading.Thread, list[str]]:
+        sock = socket.create_connection(("127.0.0.1", port), 10)
+        sock.settimeout(None)
+        writer, reader = sock.makefile("wb"), sock.makefile("rb")
+        heard: list[str] = []
+        write_event(Event("run-satellite", {"name": site}), writer)
+        writer.flush()
+
+        def chunk(pcm: bytes) -> None:
+            write_event(AudioChunk(16000, 2, 1, pcm).event(), writer)
+            writer.flush()
+
+        def read() -> None:  # the answers streamed back; read so the server never waits
+            try:
+                while (event := read_event(reader)) is not None:
+                    heard.append(event.type)
+            except (OSError, ValueError):
+                pass
+
+        feed = PacedFeed(chunk, "soak-satellite")
+        feed.start()
+        listener = threading.Thread(target=read, daemon=True)
+        listener.start()
+        return sock, feed, listener, heard
+
+    def loop() -> None:
+        sock, feed, listener, heard = connection(SATELLITE)
+        try:
+            while time.monotonic() < until:
+                text, intent, _ = COMMANDS[(len(runs) + 1) % len(COMMANDS)]
+                feed.speak(speech[text])
+                runs.append((intent, book.wait_ended(SATELLITE, "speech", len(runs) + 1)))
+                if len(runs) % 5 == 0:
+                    feed.stop()
+                    hang_up(sock)
+                    listener.join(10)
+                    if "audio-stop" not in heard:
+                        tally.failures.append("satellite: no answer audio came back")
+                    sock, feed, listener, heard = connection(SATELLITE)
+        finally:
+            feed.stop()
+            hang_up(sock)
+
+    return loop
+
+
+def transcribe_feeder(port: int, speech: dict, until: float, tally) -> Callable[[], None]:
+    """Home Assistant's speech-to-text: a fresh connection per request, audio at PACE."""
+
+    def once(text: str) -> str:
+        sock = socket.create_connection(("127.0.0.1", port), 10)
+        try:
+            sock.settimeout(ANSWER_TIMEOUT)
+            writer, reader = sock.makefile("wb"), sock.makefile("rb")
+            write_event(Event("transcribe", {"language": "en"}), writer)
+            write_event(AudioStart(16000, 2, 1).event(), writer)
+            pcm = speech[text]
+            for offset in range(0, len(pcm), PacedFeed.CHUNK):
+                write_event(
+                    AudioChunk(16000, 2, 1, pcm[offset : offset + PacedFeed.CHUNK]).event(), writer
+                )
+                writer.flush()
+                time.sleep(PacedFeed.CHUNK / 32000 / PACE)
+            write_event(AudioStop().event(), writer)
+            writer.flush()
+            while (event := read_event(reader)) is not None:
+                if event.type == "transcript":
+                    return event.data["text"]
+                if event.type == "error":
+                    return f"error: {event.data}"
+            return "closed without a transcript"
+        finally:
+            hang_up(sock)
+
+    def loop() -> None:
+        while time.monotonic() < until:
+            text, _, word = COMMANDS[len(tally.transcribed) % len(COMMANDS)]
+            tally.transcribed.append((word, once(text)))
+            time.sleep(1.0)
+
+    return loop
+
+
+def say_feeder(book: EventBook, mqtt: paho.Client, until: float, tally) -> Callable[[], None]:
+    """``say`` over MQTT to the stdin's site, one after the other, while it hears commands."""
+
+    def loop() -> None:
+        while time.monotonic() < until:
+            send(mqtt, "voiced/default/command/say", SAY)
+            tally.says += 1
+            run = book.wait_ended("default", "say", tally.says)
+            if run.data["run-end"].get("reason") != "done" or "tts-end" not in run.types:
+                tally.failures.append(f"say {tally.says}: {run.types}")
+            time.sleep(2.0)
+
+    return loop
+
+
+def run_all(feeders: dict[str, Callable[[], None]], failures: list[str]) -> list[threading.Thread]:
+    def guarded(name: str, body: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                body()
+            except BaseException as exc:  # reported by the test
+                failures.append(f"{name}: {exc!r}")
+
+        return run
+
+    threads = [
+        threading.Thread(target=guarded(n, b), name=n, daemon=True) for n, b in feeders.items()
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def median(samples: list[Usage], attr: str) -> float:
+    return statistics.median(getattr(s, attr) for s in samples)
+
+
+@pytest.mark.timeout(SECONDS + 900)
+def test_ten_minutes_of_speech_commands_and_clients_leave_nothing_behind(
+    tmp_path: Path, broker: Mosquitto, speech: dict[str, bytes], capsys
+):
+    wyoming = free_port()
+    config = tmp_path / "voiced.toml"
+    answers = tmp_path / "answers"
+    config.write_text(
+        CONFIG.format(
+            answers=answers, home=REPO / "config" / "home.yaml", wyoming=wyoming, mqtt=broker.port
+        )
+    )
+    book = EventBook(broker.port)  # before the daemon: it sees every event from the first
+    status = Recorder(broker.port, ["voiced/status"])
+    daemon = DaemonProcess(config, tmp_path / "voiced.log")
+    mqtt = publisher(broker.port)
+    tally = Tally()
+    samples: list[Usage] = []
+    try:
+        daemon.ready()
+        # commands published before the daemon subscribed would be lost: wait for "online"
+        status.wait_for(lambda ms: any(p == b"online" for _, p, _ in ms), 60)
+        status.close()
+        started = time.monotonic()
+        until = started + SECONDS
+        threads = run_all(
+            {
+                "stdin": stdin_feeder(daemon, book, mqtt, speech, until, tally),
+                "satellite": satellite_feeder(wyoming, book, speech, until, tally),
+                "transcribe": transcribe_feeder(wyoming, speech, until, tally),
+                "say": say_feeder(book, mqtt, until, tally),
+            },
+            tally.failures,
+        )
+        book_away_at = started + SECONDS / 2
+        while any(t.is_alive() for t in threads):
+            samples.append(daemon.usage())
+            if book_away_at and time.monotonic() > book_away_at:
+                book.away(3.0)  # the broker holds its QoS 1 messages for the session
+                book_away_at = 0.0
+            assert daemon.alive(), daemon.tail()
+            time.sleep(2.0)
+        for thread in threads:
+            thread.join()
+        loaded = list(samples)
+        time.sleep(3.0)  # the last answers written, connections closed
+        settled = daemon.usage()
+
+        printed = {(e["type"], e["run_id"], e["t"]) for e in list(daemon.events)}
+        book.wait(
+            lambda: printed <= {(e["type"], e["run_id"], e["t"]) for e in book.events},
+            60,
+            "every event the daemon printed, on MQTT",
+        )
+    finally:
+        mqtt.loop_stop()
+        mqtt.disconnect()
+        code = daemon.stop()
+        book.close()
+        with (tmp_path / "events.jsonl").open("w") as out:  # for a post-mortem
+            out.writelines(json.dumps(e) + "\n" for e in daemon.events)
+
+    warm = [s for s in loaded if WARMUP - 12 <= s.at - (started - daemon.started) <= WARMUP]
+    warm = warm or loaded[:5]
+    after = [s for s in loaded if s.at - (started - daemon.started) > WARMUP]
+    end = loaded[-5:]
+    figures = {
+        "seconds": round(time.monotonic() - started),
+        "spoken (stdin)": len(tally.spoken["default"]),
+        "spoken (satellite)": len(tally.spoken["satellite"]),
+        "transcribed (wyoming)": len(tally.transcribed),
+        "says": tally.says,
+        "mute/unmute": tally.mutes,
+        "events": len(book.events),
+        "rss MB start/warm/end/max": [
+            round(v / 1024)
+            for v in (
+                loaded[0].rss_kb,
+                median(warm, "rss_kb"),
+                median(end, "rss_kb"),
+                max(s.rss_kb for s in after),
+            )
+        ],
+        "threads warm/max/end": [
+            median(warm, "threads"),
+            max(s.threads for s in after),
+            settled.threads,
+        ],
+        "fds warm/max/end": [median(warm, "fds"), max(s.fds for s in after), settled.fds],
+        "daemon cpu s": round(settled.cpu_s),
+    }
+    with capsys.disabled():
+        print(f"\nsoak: {figures}")
+
+    assert not tally.failures, tally.failures
+    log = daemon.log_lines()
+    running = log[: next((i for i, line in enumerate(log) if "SIGTERM" in line), len(log))]
+    bad = [line for line in running if " WARNING " in line or " ERROR " in line]
+    assert not bad, bad[:5]  # nothing dropped, refused or failed: no warning, no error
+    assert code == 0, daemon.tail()
+    for feeder in ("default", "satellite"):
+        assert tally.spoken[feeder], f"nothing was spoken by the {feeder} feeder"
+        assert not tally.answered(feeder), tally.answered(feeder)
+    wrong = [(word, heard) for word, heard in tally.transcribed if word not in heard.lower()]
+    assert tally.transcribed and not wrong, wrong
+    assert tally.says and tally.mutes
+    assert median(end, "rss_kb") < 1.05 * median(warm, "rss_kb"), figures
+    assert max(s.threads for s in after) <= median(warm, "threads") + THREAD_SLACK, figures
+    assert max(s.fds for s in after) <= median(warm, "fds") + FD_SLACK, figures
+    assert settled.fds <= median(warm, "fds"), figures
+    assert len(list(answers.glob("*.wav"))) <= 20  # the WAV sink keeps its newest 20
