@@ -209,3 +209,20 @@ async def test_a_site_name_with_mqtt_wildcards_stays_one_topic_level(
     # and a command on that level reaches the site by its real name
     events.client.publish("voiced/kids_room_2_/command/say", "good night", qos=1)
     await eventually(lambda: assistant.calls == [("say", "good night", site)])
+
+
+def test_the_state_kept_for_sites_that_left_is_bounded(assistant):
+    """Months of satellites coming and going under new names: the service keeps the last state
+    of at most MAX_REMEMBERED_SITES sites, never forgetting its own or one still present."""
+    from voiced_plugins.mqtt.service import MAX_REMEMBERED_SITES
+
+    svc = MqttService(MqttOptions(site_id="kitchen"), assistant)
+    assistant.sites = {"kitchen", "lounge"}
+    svc._expand(ev.State("idle", False).event(None, "lounge"))
+    for n in range(MAX_REMEMBERED_SITES + 300):
+        svc._expand(ev.State("listening", False).event(None, f"phone-{n}"))
+    refresh = svc._refresh_messages(full=False)
+    sites = {m.topic.split("/")[1] for m in refresh if m.topic.startswith("voiced/")}
+    assert len(sites) <= MAX_REMEMBERED_SITES
+    assert {"lounge", f"phone-{MAX_REMEMBERED_SITES + 299}"} <= sites
+    assert "phone-0" not in sites

@@ -39,6 +39,10 @@ from .topics import Topics, topic_level
 log = logging.getLogger(__name__)
 
 DRAIN_TIMEOUT = 10.0
+# Sites whose last state is kept for re-announcing after a reconnect; past it the least recently
+# active sites the daemon no longer has (satellites that left) are forgotten. Their retained
+# topics stay on the broker.
+MAX_REMEMBERED_SITES = 256
 
 
 @dataclass(frozen=True)
@@ -313,7 +317,7 @@ class MqttService:
             for value in (item.data or {}).values():
                 if isinstance(value, bytes | bytearray):
                     messages.append(Message(self.topics.audio(site, str(item.type)), value, qos))
-        state = self._sites.setdefault(site, SiteState())
+        state = self._site_state(site)
         try:
             changed = state.apply(item)
             hermes = hermes_messages(item) if self.options.hermes else []
@@ -324,6 +328,19 @@ class MqttService:
         for topic, payload in hermes:
             messages.append(Message(topic, json.dumps(payload, default=str), qos))
         return messages
+
+    def _site_state(self, site: str) -> SiteState:
+        """The site's retained state, kept most recently active last and bounded."""
+        state = self._sites.pop(site, None) or SiteState()
+        self._sites[site] = state
+        excess = len(self._sites) - MAX_REMEMBERED_SITES
+        for old in list(self._sites) if excess > 0 else ():
+            if excess <= 0:
+                break
+            if old != self.site_id and (self.app is None or not self.app.knows_site(old)):
+                del self._sites[old]
+                excess -= 1
+        return state
 
     def _state_message(self, site_id: str, state: SiteState, name: str) -> Message:
         value: Any = getattr(state, name)
