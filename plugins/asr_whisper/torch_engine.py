@@ -36,6 +36,7 @@ from .common import (
     too_quiet,
     window_seconds,
 )
+from .language import pinned
 from .log_mel import LogMel
 from .models import ModelError, default_cache_dir, load_error, resolve_transformers
 from .segments import spoken_text
@@ -218,7 +219,7 @@ class WhisperTransformersAsr:
     def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
         if self.model is None:
             raise RuntimeError(f"{self.name}: transcribe() before load()")
-        language = (language or self.options.language) if self.multilingual else "en"
+        language = pinned(self.name, language, self.options.language, self.multilingual)
         return self._transcribe(pcm16_to_float(audio), language)
 
     def _features(self, samples: np.ndarray, window: int) -> Any:
