@@ -163,6 +163,9 @@ class Settings(BaseSettings):
     """Options per stage: ``[stages.<kind>.<name>]``, validated by the plugin's own model."""
     sites: dict[str, SiteConfig] = {}
     """Per-site settings, ``[sites.<site_id>]`` (a satellite's site id is its name)."""
+    voices: dict[str, str] = {}
+    """``[voices]``: language -> a voice of the first TTS engine for answers in that language
+    (``de = "de_DE-thorsten-medium"``, a Piper voice name or path); see voiced/voices.py."""
 
     config_file: Path | None = Field(None, exclude=True)
 

@@ -355,7 +355,7 @@ class Pipeline:
                     raise StartupError(str(exc)) from None
         if self.tts is not None:
             self.voices = LanguageVoices(
-                self.tts, self._voice_stage, self.emit, self.settings.site_id
+                self.tts, self._voice_stage, self.emit, self.settings.site_id, self.settings.voices
             )
             await self.in_thread(self.voices.prepare, self.settings.languages())
         for (kind, name), component in list(self.components.items()):

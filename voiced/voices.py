@@ -4,9 +4,11 @@ language, else eSpeak NG in that language.
 A TTS engine says what it speaks in ``info["language"]`` (a Piper voice: its espeak voice,
 ``en-us``, ``de``; eSpeak NG: its voice's language). An engine that says nothing (a remote
 peer) is taken at its word. For every other language of the config (the top-level one and
-each site's) a chain of one ``espeak`` stage speaking that language is loaded at start-up,
-and a ``voice-language`` event says so; when even that cannot load, answers in that language
-stay on the configured voice and the event says why.
+each site's), the voice ``[voices]`` names for it (``de = "de_DE-thorsten-medium"``: the first
+TTS engine with that voice) is loaded at start-up; where none is named (or it cannot load), a
+chain of one ``espeak`` stage speaking that language, and a ``voice-language`` event says so;
+when even that cannot load, answers in that language stay on the configured voice and the
+event says why.
 """
 
 from __future__ import annotations
@@ -40,7 +42,9 @@ class LanguageVoices:
         build: Callable[[str, str], Any] | None,
         emit: Callable[[Event], None],
         site_id: str,
+        voices: dict[str, str] | None = None,
     ) -> None:
+        self.voices = voices or {}  # language -> a voice of the main engine for it
         self.main = main
         self.build = build
         self.emit = emit
@@ -54,7 +58,25 @@ class LanguageVoices:
         for language in dict.fromkeys(languages):
             if spoken is None or same_language(language, spoken):
                 continue
-            self.chains[language] = self._fallback(language, voice, spoken)
+            own = self._own_voice(language)
+            self.chains[language] = own or self._fallback(language, voice, spoken)
+
+    def _own_voice(self, language: str) -> EngineChain | None:
+        """The main engine with the voice ``[voices]`` names for ``language``, if it loads."""
+        wanted = next((v for k, v in self.voices.items() if same_language(k, language)), None)
+        if wanted is None or self.build is None:
+            return None
+        engine = self.main.engines[0][0]
+        try:
+            chain = EngineChain("tts", [(engine, self.build(engine, wanted))], lambda event: None)
+            chain.load()
+        except Exception as exc:
+            log.warning(
+                "answers in %s: voice %s of %s cannot load (%s)", language, wanted, engine, exc
+            )
+            return None
+        log.info("answers in %s: %s voice %s", language, engine, wanted)
+        return chain
 
     def _fallback(self, language: str, voice: str, spoken: str) -> EngineChain:
         wanted = espeak_voice(language)
