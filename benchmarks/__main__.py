@@ -6,6 +6,7 @@ Runs, each in its own process (so one model's threads never slow the next):
 - the per-area scripts that exist (asr, tts, intent, mqtt, wyoming, idle_cpu), asking each
   for JSON, and turning it into rows with the peer measured in the same run,
 - N concurrent sites (benchmarks/concurrency.py) and memory/idle CPU (benchmarks/memory.py),
+- Mandarin and German (benchmarks/languages.py: CER/WER, intents, beside the direct peer),
 
 then prints one table: medians and min-max, how many runs each figure is over, and ratios
 against the peers. A script that is missing, fails or would overrun the time budget is
@@ -66,6 +67,7 @@ SCRIPTS = [
     Script("intent", "benchmarks.intent", ["--repeat", "1"], ["--repeat", "1"], (15, 40)),
     Script("idle_cpu", "benchmarks.idle_cpu", ["--quick", "--seconds", "5"], ["--seconds", "20"],
            (15, 45)),
+    Script("languages", "benchmarks.languages", ["--quick"], [], (80, 200), "section"),
 ]  # fmt: skip
 
 

@@ -15,6 +15,7 @@ Answers use Home Assistant's response templates from home-assistant-intents wher
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import logging
 import re
@@ -29,6 +30,7 @@ from voiced.api.app import RunContext
 from voiced.api.events import Event, EventType
 from voiced.api.hooks import hookimpl
 from voiced.api.intents import Intent, Response
+from voiced.api.languages import intents_language
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +41,14 @@ TIMER_INTENTS = (
 HANDLED = ("HassGetCurrentTime", "HassGetCurrentDate", "HassNevermind", *TIMER_INTENTS)
 
 
+LANGUAGE_OPTION = Field(
+    None, description="answer in this language only; unset: in the language of the run's site"
+)
+
+
 class BuiltinOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    language: str = "en"
+    language: str | None = LANGUAGE_OPTION
     announcement: str = Field(
         "Your {name}timer is done.",
         description="said when a timer runs out; {name} is the timer's name and a space, or ''",
@@ -51,7 +58,7 @@ class BuiltinOptions(BaseModel):
 
 class ResponsesOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    language: str = "en"
+    language: str | None = LANGUAGE_OPTION
 
 
 @dataclass
@@ -117,7 +124,7 @@ class BuiltinHandler:
         self._lock = threading.RLock()
 
     def load(self) -> None:
-        self.responses, self.errors = _language_responses(self.app, self.options.language)
+        self.responses, self.errors = _language_responses(self.app, _default(self))
 
     def fixed_answers(self) -> list[str]:
         """What this handler may say that never changes (the daemon caches their audio)."""
@@ -144,6 +151,7 @@ class BuiltinHandler:
             return None
         data: dict[str, Any] = {"acted": True}
         extra: dict[str, Any] = {}
+        responses, errors = _language_responses(self.app, self.options.language or context.language)
         now = dt.datetime.now()
         try:
             if intent.name == "HassNevermind":
@@ -158,9 +166,9 @@ class BuiltinHandler:
                 fallback = self._timer(intent, context, data, extra)
         except TimerError as exc:
             key = str(exc)
-            speech = self.errors.get(key) or _PLAIN_ERRORS.get(key, "Sorry, I couldn't do that.")
+            speech = errors.get(key) or _PLAIN_ERRORS.get(key, "Sorry, I couldn't do that.")
             return Response(speech, self.name, data={"acted": False, "error": key})
-        speech = self._say(intent, fallback, **extra)
+        speech = self._say(intent, fallback, responses, **extra)
         return Response(speech, self.name, data=data)
 
     # -- timers -----------------------------------------------------------------------------
@@ -307,10 +315,10 @@ class BuiltinHandler:
 
     # -- answers ----------------------------------------------------------------------------
 
-    def _say(self, intent: Intent, fallback: str, **extra: Any) -> str:
+    def _say(self, intent: Intent, fallback: str, responses: dict[str, Any], **extra: Any) -> str:
         from voiced_plugins.intent_hassil.responses import response_for
 
-        text = response_for(intent, self.responses, **extra)
+        text = response_for(intent, responses, **extra)
         return text if text else fallback
 
 
@@ -326,7 +334,7 @@ class ResponsesHandler:
         self.errors: dict[str, str] = {}
 
     def load(self) -> None:
-        self.responses, self.errors = _language_responses(self.app, self.options.language)
+        self.responses, self.errors = _language_responses(self.app, _default(self))
 
     def fixed_answers(self) -> list[str]:
         """What this handler may say that never changes (the daemon caches their audio)."""
@@ -340,6 +348,7 @@ class ResponsesHandler:
     def voiced_handle(self, intent: Intent, context: RunContext) -> Response | None:
         from voiced_plugins.intent_hassil.responses import response_for
 
+        responses, errors = _language_responses(self.app, self.options.language or context.language)
         home = _home(self.app)
         matched, unmatched = [], []
         if home is not None:
@@ -352,19 +361,19 @@ class ResponsesHandler:
                 else:
                     unmatched.append(entity)
             if intent.slots.get("name") not in (None, "all") and not entities:
-                return self._unknown(intent)
-        speech = response_for(intent, self.responses, matched, unmatched)
+                return self._unknown(intent, errors)
+        speech = response_for(intent, responses, matched, unmatched)
         if speech is None:
             return None
         return Response(speech, self.name, data={"acted": False})
 
-    def _unknown(self, intent: Intent) -> Response:
+    def _unknown(self, intent: Intent, errors: dict[str, str]) -> Response:
         """Home Assistant's "not aware of any device called ..." (in the area/floor named)."""
         slots = intent.slots
         key = "no_entity_in_area" if slots.get("area") else "no_entity"
         key = "no_entity_in_floor" if slots.get("floor") and not slots.get("area") else key
         values = {"entity": slots["name"], "area": slots.get("area"), "floor": slots.get("floor")}
-        speech = _plain_template(self.errors.get(key, ""), **values)
+        speech = _plain_template(errors.get(key, ""), **values)
         speech = speech or f"Sorry, I am not aware of any device called {slots['name']}"
         return Response(speech, self.name, data={"acted": False, "error": key})
 
@@ -392,14 +401,36 @@ def _home(app: Any) -> Any:
     return getattr(_hassil(app), "home", None)
 
 
+def _default(handler: Any) -> str:
+    """A handler's language before any run: its option, else the config's language."""
+    settings = getattr(handler.app, "settings", None)
+    return handler.options.language or getattr(settings, "language", None) or "en"
+
+
 def _language_responses(app: Any, language: str) -> tuple[dict[str, Any], dict[str, str]]:
-    """Response templates: the hassil stage's (custom ones included), else the package's."""
+    """Response templates of a language: the hassil stage's grammar of it (custom ones
+    included), else the package's."""
     hassil = _hassil(app)
-    if hassil is not None and getattr(hassil, "responses", None):
-        return hassil.responses, getattr(hassil, "errors", {})
+    for_language = getattr(hassil, "for_language", None)
+    grammar = for_language(language) if callable(for_language) else hassil
+    same = not callable(for_language) or getattr(grammar, "language", "") == _package_tag(language)
+    if grammar is not None and getattr(grammar, "responses", None) and same:
+        return grammar.responses, getattr(grammar, "errors", {})
+    return _package_responses(_package_tag(language))
+
+
+@functools.lru_cache(maxsize=16)
+def _package_tag(language: str) -> str:
     import home_assistant_intents
 
-    data = home_assistant_intents.get_intents(language) or {}
+    return intents_language(language, home_assistant_intents.get_languages()) or "en"
+
+
+@functools.lru_cache(maxsize=16)
+def _package_responses(tag: str) -> tuple[dict[str, Any], dict[str, str]]:
+    import home_assistant_intents
+
+    data = home_assistant_intents.get_intents(tag) or {}
     responses = data.get("responses") or {}
     return responses.get("intents") or {}, responses.get("errors") or {}
 

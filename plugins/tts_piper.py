@@ -238,6 +238,7 @@ class PiperTts:
             "reason": reason,
             "onnxruntime": probe.version,
             "sample_rate": config.sample_rate,
+            "language": config.espeak_voice,  # the language it speaks (en-us, de, cmn)
         }
         self.synthesize("Ready.")  # warm-up: espeak-ng data, ORT graph optimisation
 

@@ -561,3 +561,30 @@ def test_a_gpu_asked_for_by_a_stage_the_pipeline_does_not_use_is_not_required(tm
 
 def test_the_shipped_default_config_needs_no_gpu():
     assert not gpu_requested(load_settings(ROOT / "config" / "voiced.toml"))
+
+
+def test_the_languages_section_says_which_stage_lacks_a_language_and_what_to_do(tmp_path):
+    from voiced.config import Settings
+    from voiced.doctor import language_checks
+
+    def checks(**settings):
+        return {c.name: c for c in language_checks(Settings(**settings))}
+
+    sites = {"kids": {"language": "de"}, "far": {"language": "tlh"}}
+    found = checks(language="en", sites=sites)
+    german = found["de: speech recognition"]
+    assert german.ok is False and german.required
+    assert "English-only; site kids speaks de" in german.detail
+    assert "bundled:base" in german.fix and "voiced[languages]" in german.fix
+    assert found["de: intents and answers"].ok is True
+    assert found["tlh: intents and answers"].ok is False
+    assert "de, " in found["tlh: intents and answers"].fix  # the languages it has
+    spoken = found["de: spoken answers"]
+    assert spoken.ok is None and "espeak-ng (de)" in spoken.detail and "[voices]" in spoken.fix
+    assert found["en: spoken answers"].ok is True
+
+    base = {"stages": {"asr": {"whisper-ctranslate2": {"model": "bundled:base"}}}}
+    found = checks(language="zh", voices={"zh": "zh_CN-huayan-medium"}, **base)
+    assert found["zh: speech recognition"].ok is True
+    assert "pinned to zh" in found["zh: speech recognition"].detail
+    assert found["zh: spoken answers"].ok is True

@@ -121,6 +121,28 @@ class PluginsConfig(Strict):
     disabled: list[str] = []
 
 
+def _language_tag(value: Any) -> Any:
+    from voiced.languages import LanguageError, canonical
+
+    if not isinstance(value, str):
+        return value
+    try:
+        return canonical(value)
+    except LanguageError as exc:
+        raise ValueError(str(exc)) from None
+
+
+class SiteConfig(Strict):
+    """One site's own settings (``[sites.<site_id>]``): a satellite in the kids' room may
+    speak another language than the house."""
+
+    language: str | None = Field(
+        None, description="this site's language (en, de, zh-CN, ...); unset: the top-level one"
+    )
+
+    _tag = field_validator("language", mode="before")(_language_tag)
+
+
 class Settings(BaseSettings):
     """The whole effective configuration of the daemon."""
 
@@ -132,7 +154,9 @@ class Settings(BaseSettings):
     )
 
     site_id: str = "default"
-    language: str = "en"
+    language: str = Field(
+        "en", description="the language every stage uses (en, de, zh-CN, pt-BR, ...)"
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     pipeline: PipelineConfig = PipelineConfig()
     vad: VadConfig = VadConfig()
@@ -142,6 +166,11 @@ class Settings(BaseSettings):
     """Multi-room de-duplication: one wake word heard in several rooms starts one run."""
     stages: dict[str, dict[str, dict[str, Any]]] = {}
     """Options per stage: ``[stages.<kind>.<name>]``, validated by the plugin's own model."""
+    sites: dict[str, SiteConfig] = {}
+    """Per-site settings, ``[sites.<site_id>]`` (a satellite's site id is its name)."""
+    voices: dict[str, str] = {}
+    """``[voices]``: language -> a voice of the first TTS engine for answers in that language
+    (``de = "de_DE-thorsten-medium"``, a Piper voice name or path); see voiced/voices.py."""
 
     config_file: Path | None = Field(None, exclude=True)
 
@@ -149,6 +178,18 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, value: Any) -> Any:
         return value.upper() if isinstance(value, str) else value
+
+    _tag = field_validator("language", mode="before")(_language_tag)
+
+    def language_of(self, site_id: str | None) -> str:
+        """The language spoken at a site: its own, else the top-level ``language``."""
+        site = self.sites.get(site_id or "")
+        return site.language if site is not None and site.language else self.language
+
+    def languages(self) -> list[str]:
+        """Every language the config uses, the top-level one first."""
+        found = [self.language, *(s.language for s in self.sites.values() if s.language)]
+        return list(dict.fromkeys(found))
 
     @classmethod
     def settings_customise_sources(

@@ -22,7 +22,7 @@ LIVE_PIPELINE_KEYS = ("stage_timeout", "shutdown_grace", "not_understood")
 LIVE_SETTINGS = ("log_level", "vad", "conversation", "arbiter")
 LIVE_SETTINGS += tuple(f"pipeline.{key}" for key in LIVE_PIPELINE_KEYS)
 """The settings a reload (SIGHUP) applies at once; the only list of them (docs/service.md)."""
-RESTART_SETTINGS = ("site_id", "language", "plugins")
+RESTART_SETTINGS = ("site_id", "language", "sites", "plugins")
 """Top-level settings whose change a reload reports as needing a restart (so do stages)."""
 
 

@@ -27,6 +27,7 @@ class EventType(StrEnum):
     READY = "ready"
     STAGE_LOADED = "stage-loaded"
     ENGINE_FALLBACK = "engine-fallback"
+    VOICE_LANGUAGE = "voice-language"
     RUN_START = "run-start"
     WAKE = "wake"
     WAKE_IGNORED = "wake-ignored"
@@ -174,6 +175,21 @@ class EngineFallback(Payload):
     reason: str
     phase: str
     next: str | None
+
+
+@dataclass(frozen=True)
+class VoiceLanguage(Payload):
+    """A language of the config (a site's) that the configured voice does not speak: answers
+    in it are spoken by ``engine`` (eSpeak NG for that language) instead, or, when ``engine`` is
+    None, by the configured voice anyway; ``reason`` says which and why."""
+
+    TYPE = EventType.VOICE_LANGUAGE
+    language: str
+    voice: str
+    voice_language: str | None
+    engine: str | None
+    engine_voice: str | None
+    reason: str
 
 
 @dataclass(frozen=True)

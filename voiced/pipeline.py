@@ -34,6 +34,7 @@ from voiced.site_runs import SiteRuns
 from voiced.speech_cache import SpeechCache, prewarm
 from voiced.speech_stream import SpeechStream
 from voiced.stages import Sink, Source
+from voiced.voices import LanguageVoices
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class Pipeline:
         self.components: dict[tuple[str, str], Any] = {}
         self.asr: EngineChain | None = None
         self.tts: EngineChain | None = None
+        self.voices: LanguageVoices | None = None  # the TTS chain per language (sites)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._workers: list[asyncio.Task[Any]] = []
         self._site_tasks: list[asyncio.Task[Any]] = []
@@ -213,6 +215,28 @@ class Pipeline:
         await self._submit(Utterance(run, audio, "request", language, reply))
         return await reply
 
+    def not_understood_in(self, language: str) -> str | None:
+        """What an intent stage says, in ``language``, to speech that matched nothing."""
+        for (kind, _), component in self.components.items():
+            ask = getattr(component, "not_understood", None)
+            if kind == "intent" and callable(ask) and (text := ask(language)):
+                return str(text)
+        return None
+
+    def tts_for(self, language: str | None) -> EngineChain | None:
+        """The TTS chain that speaks ``language`` (a site's): see voiced/voices.py."""
+        return self.voices.chain(language) if self.voices is not None else self.tts
+
+    def _voice_stage(self, name: str, voice: str) -> Any:
+        """A TTS stage ``name`` speaking ``voice``, its other options from the config."""
+        spec = self.host.stage_spec("tts", name)
+        if spec is None:
+            raise RuntimeError(f"no tts stage {name!r} (its plugin is not loaded)")
+        options = {**self.settings.stage_options("tts", name), "voice": voice}
+        stage = spec.factory(spec.options(**options) if spec.options else options, self)
+        stage.stage_name = name
+        return stage
+
     def voice_format(self) -> AudioFormat:
         engine = self.tts.active[1] if self.tts is not None and self.tts.loaded else None
         return getattr(engine, "format", None) or AudioFormat(22050, 2, 1)
@@ -335,6 +359,11 @@ class Pipeline:
                     await self.in_thread(chain.load)
                 except ChainError as exc:
                     raise StartupError(str(exc)) from None
+        if self.tts is not None:
+            self.voices = LanguageVoices(
+                self.tts, self._voice_stage, self.emit, self.settings.site_id, self.settings.voices
+            )
+            await self.in_thread(self.voices.prepare, self.settings.languages())
         for (kind, name), component in list(self.components.items()):
             if hasattr(component, "start"):
                 try:
@@ -731,6 +760,8 @@ class Pipeline:
         for chain in (self.asr, self.tts):
             if chain is not None:
                 stages += [engine for _, engine in chain.loaded]
+        if self.voices is not None:
+            self.voices.close()
         for stage in stages:
             try:
                 stage.close()

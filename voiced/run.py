@@ -21,6 +21,7 @@ from voiced.audio import PCM_BYTES_PER_SECOND, AudioChunk
 from voiced.context import RunContext
 from voiced.events import error_event
 from voiced.intents import Intent, Response, Transcript
+from voiced.languages import primary
 from voiced.responder import speak
 
 if TYPE_CHECKING:
@@ -119,9 +120,8 @@ class Run:
         on_change: Callable[[Run], None] | None = None,
     ) -> None:
         self.services = services
-        self.context = RunContext(
-            site_id=site_id, language=services.settings.language, app=services
-        )
+        language = services.settings.language_of(site_id)  # the site's own, else the house's
+        self.context = RunContext(site_id=site_id, language=language, app=services)
         self.phase = phase
         self.via = via  # "wyoming" for a Wyoming request; None for a site's own runs
         self.on_change = on_change  # the site's state follows its runs
@@ -245,6 +245,7 @@ class Run:
         self.set_phase(Phase.THINKING)
         audio_seconds = len(audio) / PCM_BYTES_PER_SECOND
         started = time.monotonic()
+        language = language or self.context.language  # pinned: never detected for a command
         where = {"run_id": self.run_id, "site_id": self.site_id}
         engine, transcript = await self._call(
             "asr",
@@ -280,14 +281,15 @@ class Run:
             raise RuntimeError("no asr stage is loaded")
         timeout = self.services.settings.pipeline.stage_timeout
         started = time.monotonic()
+        language = self.context.language
 
         def transcribe() -> tuple[str, Transcript]:
             name, engine = asr.active
             draft = getattr(engine, "draft", None)  # an engine's quick reading, if it has one
             if draft is not None:
-                return name, draft(audio, None)
+                return name, draft(audio, language)
             # No run id: an engine fallback here is the daemon's fact, not this run's.
-            return asr.call("transcribe", audio, None, site_id=self.site_id)
+            return asr.call("transcribe", audio, language, site_id=self.site_id)
 
         engine, transcript = await self.services.in_thread(transcribe, timeout=timeout, stage="asr")
         asr_seconds = time.monotonic() - started
@@ -361,13 +363,12 @@ class Run:
         """What to say to a transcript: recognize, then handle (or the not-understood text)."""
         intent = await self.recognize(transcript)
         if intent is None:
-            speech = self.services.settings.pipeline.not_understood
-            return Response(speech=speech, handler="not-understood")
+            return Response(speech=self._not_understood(), handler="not-understood")
         return await self.handle(intent)
 
     async def synthesize(self, sentence: str) -> tuple[str, AudioChunk]:
         """One sentence to audio on the TTS chain: (engine, audio). Raises StageFailed."""
-        tts = self.services.tts
+        tts = self._tts()
         if tts is None:
             raise self.failed("tts", RuntimeError("no tts stage is loaded"))
         return await self._call(
@@ -396,7 +397,7 @@ class Run:
 
     async def speak(self, response: Response, sinks: list[Any]) -> None:
         """Synthesize and play the answer on ``sinks``. Raises StageFailed."""
-        tts = self.services.tts
+        tts = self._tts()
         if tts is None:
             raise self.failed("tts", RuntimeError("no tts stage is configured"))
         self.set_phase(Phase.SPEAKING)
@@ -415,6 +416,23 @@ class Run:
         return await self.services.in_thread(
             lambda: fn(*args, **kwargs), timeout=timeout, stage="tts"
         )
+
+    def _not_understood(self) -> str:
+        """``pipeline.not_understood``, or, for a run in a language that text is not written
+        in, the intent stage's own sentence for it (Home Assistant's ``no_intent``)."""
+        settings = self.services.settings
+        configured = settings.pipeline.not_understood
+        language = self.context.language
+        default = type(settings.pipeline).model_fields["not_understood"].default
+        if language == settings.language and (configured != default or primary(language) == "en"):
+            return configured
+        ask = getattr(self.services, "not_understood_in", None)
+        return (ask(language) if callable(ask) else None) or configured
+
+    def _tts(self) -> EngineChain | None:
+        """The TTS chain that speaks this run's language (the configured one, else espeak)."""
+        tts_for = getattr(self.services, "tts_for", None)
+        return tts_for(self.context.language) if callable(tts_for) else self.services.tts
 
     def _changed(self) -> None:
         if self.on_change is not None:

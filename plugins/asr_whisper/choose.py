@@ -44,10 +44,13 @@ class Choice:
     command: bool = False
 
 
-def checker_of(app: Any) -> CommandChecker | None:
-    """The app's intent stage, when it can tell a command from other speech."""
+def checker_of(app: Any, language: str | None = None) -> CommandChecker | None:
+    """The app's intent stage (its grammar of ``language`` where it has several), when it can
+    tell a command from other speech."""
     stage = getattr(app, "stage", None)
     intent = stage("intent") if callable(stage) else None
+    if language and callable(getattr(intent, "for_language", None)):
+        intent = intent.for_language(language)
     if intent is not None and callable(getattr(intent, "is_command", None)):
         return intent
     return None

@@ -22,7 +22,10 @@ class WhisperOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field("bundled:tiny.en", description="bundled:tiny.en, a local dir or a hub id")
+    model: str = Field(
+        "bundled:tiny.en",
+        description="bundled:tiny.en, bundled:base (multilingual), a local dir or a hub id",
+    )
     device: str = Field("auto", description="auto | cpu | cuda | cuda:N (ROCm GPUs are cuda)")
     language: str | None = Field(None, description="None: English models say en, others detect")
     task: Literal["transcribe", "translate"] = "transcribe"

@@ -30,6 +30,7 @@ from .common import (
     too_quiet,
     window_seconds,
 )
+from .language import check_languages, pinned
 from .models import ModelError, load_error, resolve_ct2
 from .rescore import forced_scores, pick_rescored, rescorer_of
 from .segments import first_sentences, spoken_text
@@ -101,6 +102,7 @@ class WhisperCt2Asr:
         self.device = f"cuda:{choice.device_index}" if choice.device == "cuda" else "cpu"
         self.compute_type = choice.compute_type
         self.reason = choice.reason
+        check_languages(self.name, opts.model, self.multilingual, opts.language, self.app)
         log.info("%s: %s on %s (%s)", self.name, opts.model, self.device, choice.reason)
         if opts.warmup:
             self._decode(np.zeros(SAMPLE_RATE, dtype=np.float32) + 1e-3, None, warmup=True)
@@ -117,7 +119,7 @@ class WhisperCt2Asr:
         if self._model is None:
             raise RuntimeError(f"{self.name}: transcribe() before load()")
         samples = pcm16_to_float(audio)
-        language = (language or self.options.language) if self.multilingual else "en"
+        language = pinned(self.name, language, self.options.language, self.multilingual)
         return self._decode(samples, language)
 
     def draft(self, audio: bytes, language: str | None = None) -> Transcript:
@@ -125,7 +127,7 @@ class WhisperCt2Asr:
         during a pause must come back before the speaker goes on."""
         if self._model is None:
             raise RuntimeError(f"{self.name}: draft() before load()")
-        language = (language or self.options.language) if self.multilingual else "en"
+        language = pinned(self.name, language, self.options.language, self.multilingual)
         return self._decode(pcm16_to_float(audio), language, quick=True)
 
     def _tokenizer(self, language: str | None) -> Any:
@@ -159,7 +161,7 @@ class WhisperCt2Asr:
             language, probability = self._detect(samples)
             data["language_probability"] = probability
         window = window_seconds(seconds, opts)
-        checker = None if warmup or quick else checker_of(self.app)
+        checker = None if warmup or quick else checker_of(self.app, language)
         count = self.options.hypotheses if checker is not None else 1  # N-best needs a judge
         hypotheses, no_speech_prob, dropped = self._generate(
             samples, seconds, window, language, count=count

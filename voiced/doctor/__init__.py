@@ -16,6 +16,7 @@ The modules, one concept each:
 - :mod:`~voiced.doctor.engines`: CTranslate2 and ONNX Runtime
 - :mod:`~voiced.doctor.system`: Python, packages, PortAudio and sound devices
 - :mod:`~voiced.doctor.models`: configured and bundled models, ``--load``
+- :mod:`~voiced.doctor.languages`: each configured language, stage by stage
 - :mod:`~voiced.doctor.runner`: :func:`diagnose`, plugins' checks and the command line
 
 Everything public is re-exported here: plugins return ``voiced.doctor.Check``.
@@ -50,6 +51,7 @@ from voiced.doctor.hardware import (
     run_matmul,
     scan_hardware,
 )
+from voiced.doctor.languages import language_checks
 from voiced.doctor.models import (
     BUNDLED_MODELS,
     PATH_KEYS,
@@ -102,6 +104,7 @@ __all__ = [
     "gpu_checks",
     "gpu_requested",
     "hsa_override_for",
+    "language_checks",
     "load_checks",
     "main",
     "matmul_check",

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-SECTIONS = ("config", "python", "gpu", "engines", "audio", "mqtt", "models", "plugins")
+SECTIONS = (
+    "config", "python", "gpu", "engines", "audio", "mqtt", "models", "languages", "plugins",
+)  # fmt: skip
 MARKS = {True: "✓", False: "✗", None: "!"}
 
 
@@ -66,6 +68,7 @@ TITLES = {
     "audio": "Audio",
     "mqtt": "MQTT",
     "models": "Models",
+    "languages": "Languages",
     "plugins": "Plugins",
 }
 

@@ -14,6 +14,7 @@ from voiced.doctor.checks import SECTIONS, Check, Report, render
 from voiced.doctor.engines import engine_checks
 from voiced.doctor.gpu_checks import gpu_checks
 from voiced.doctor.hardware import current_user_groups, scan_hardware
+from voiced.doctor.languages import language_checks
 from voiced.doctor.models import load_checks, model_checks
 from voiced.doctor.system import audio_checks, python_checks
 
@@ -153,6 +154,7 @@ def diagnose(
     checks += audio_checks(audio_needed(settings))
     if host is not None:
         checks += model_checks(settings, host)
+        checks += language_checks(settings)
         if load:
             checks += load_checks(settings, host)
         checks += plugin_checks(host, settings)
