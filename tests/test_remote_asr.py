@@ -203,3 +203,9 @@ def test_doctor_shows_each_remote_with_its_program_model_and_latency(voiced_peer
     assert up.ok is True and up.name == "remote asr wyoming#gpu"
     assert "voiced-asr (whisper-ctranslate2)" in up.detail and " ms" in up.detail
     assert down.ok is None and "cannot connect" in down.detail and "next engine" in down.detail
+
+
+def test_a_remote_asr_is_asked_in_whispers_spelling_of_the_language():
+    from voiced_plugins.remote.asr import _spoken
+
+    assert _spoken("zh-CN") == "zh" and _spoken("de-CH") == "de" and _spoken(None) is None

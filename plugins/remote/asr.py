@@ -13,6 +13,7 @@ from wyoming.audio import AudioChunk, AudioStart, AudioStop
 
 from voiced.api.audio import PIPELINE_FORMAT
 from voiced.api.intents import Transcript
+from voiced.api.languages import whisper_language
 from voiced.api.stages import StageCall
 
 from .options import RemoteOptions
@@ -60,7 +61,7 @@ class RemoteWyomingAsr:
         language = language or self.default_language
         fmt = PIPELINE_FORMAT
         step = self.options.samples_per_chunk * fmt.width
-        events = [Transcribe(name=self.options.model, language=language).event()]
+        events = [Transcribe(name=self.options.model, language=_spoken(language)).event()]
         events.append(AudioStart(fmt.rate, fmt.width, fmt.channels).event())
         events.extend(
             AudioChunk(fmt.rate, fmt.width, fmt.channels, audio[i : i + step]).event()
@@ -88,7 +89,8 @@ class RemoteWyomingAsr:
         failure, or with ``stream = false``: the whole utterance goes the usual way)."""
         if not self.options.stream or self.peer.resting:
             return None
-        return RemoteAsrStream(self, language or self.default_language, self.longest_utterance)
+        language = _spoken(language or self.default_language)
+        return RemoteAsrStream(self, language, self.longest_utterance)
 
     def close(self) -> None:
         self.peer.close()
@@ -102,3 +104,9 @@ def describe_asr(peer: WyomingPeer) -> dict[str, Any]:
         raise RemoteError(f"{peer.address} offers no speech-to-text (no asr in its info)")
     models = [m.name for p in programs for m in p.models if m.installed]
     return {"program": programs[0].name, "models": models, "reachable": True}
+
+
+def _spoken(language: str | None) -> str | None:
+    """The language as Whisper servers name it (``zh-CN`` -> ``zh``): what Wyoming ASR peers
+    such as wyoming-faster-whisper pass on to Whisper."""
+    return whisper_language(language) if language else None
