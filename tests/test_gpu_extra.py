@@ -1,37 +1,42 @@
 """The `gpu` extra's floors load both torch engines, and so do the newest releases.
 
-Each load runs in a child process: once with the venv's transformers (the newest that
-`scripts/test` resolved), once with the floor of the `gpu` extra installed (with its own
-dependencies) into ``~/.cache/voiced-tests/transformers-<floor>-py<X.Y>/`` and put first on
-PYTHONPATH, both on the venv's torch (2.13.0+cpu, the oldest installable here at a sane
-size: the index's torch 2.6 is a 767 MB CUDA build needing ~2.5 GB of CUDA libraries, see
-docs/asr.md); and once with the newest torch the index here allows (2.14.1, from the cache of
-``torch_sites``). The child converts the bundled tiny.en to a transformers checkpoint, loads
-it with whisper-transformers through ``from_pretrained`` and transcribes real speech; it
-builds the tiny VITS model and speaks with vits-transformers. Cold: one pip install (~1 min,
-~150 MB; the torch 2.14.1 cache is shared with test_torchaudio.py); warm: three child
-processes (~60 s together).
+Each load runs in a child process, with a set of releases from ``torch_sites`` (cached under
+``~/.cache/voiced-tests/``, put first on PYTHONPATH) or the venv's own:
+
+- the floors together: torch 2.6.0 (the index's CUDA 12.4 build, run on the CPU) with
+  transformers 4.56.0, both read from the `gpu` extra in pyproject.toml;
+- the floor of transformers on the venv's torch (2.13.0+cpu);
+- the venv's transformers (the newest that `scripts/test` resolved) on the venv's torch;
+- the venv's transformers on the newest torch the index here allows (2.14.1).
+
+The child converts the bundled tiny.en to a transformers checkpoint, loads it with
+whisper-transformers through ``from_pretrained`` and transcribes real speech; it builds the
+tiny VITS model and speaks with vits-transformers. Cold: three pip installs (``scripts/test``
+builds the two torch folders before pytest; see torch_sites.py for time and size); warm: four
+child processes (~80 s together).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 from speech import steady_piper
-from torch_sites import TORCH_PAIR, child_env, torchaudio_site
+from torch_sites import (
+    TORCH_PAIR,
+    cached_site,
+    child_env,
+    gpu_floor,
+    gpu_floors,
+    gpu_floors_site,
+    torchaudio_site,
+)
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("transformers")
-
-ROOT = Path(__file__).parents[1]
-CACHE = Path.home() / ".cache" / "voiced-tests"
 
 CHILD = r"""
 import json, sys
@@ -56,43 +61,6 @@ print(json.dumps({"transformers": transformers.__version__, "torch": torch.__ver
 """
 
 
-def gpu_floor(package: str) -> str:
-    """The ``>=`` floor of a package in the `gpu` extra of pyproject.toml."""
-    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"
-    ]["gpu"]
-    spec = next(r for r in extra if re.match(rf"{package}\b", r))
-    return re.search(r">=\s*([\w.]+)", spec).group(1)
-
-
-def floor_site(version: str) -> Path:
-    """transformers==version with its dependencies in a cached folder (built when missing)."""
-    py = f"{sys.version_info.major}.{sys.version_info.minor}"
-    target = CACHE / f"transformers-{version}-py{py}"
-    if (target / ".complete").exists():
-        return target
-    partial = target.with_name(target.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--target",
-            str(partial),
-            f"transformers=={version}",
-        ],
-        check=True,
-        timeout=900,
-    )
-    (partial / ".complete").write_text(version)
-    shutil.rmtree(target, ignore_errors=True)
-    partial.rename(target)
-    return target
-
-
 def load_both(tmp_path: Path, site: Path | None) -> dict:
     speech = tmp_path / "kitchen.pcm"
     speech.write_bytes(steady_piper("Turn on the kitchen lights."))
@@ -114,9 +82,8 @@ def check(loaded: dict) -> None:
 
 
 def test_the_floor_transformers_of_the_gpu_extra_loads_both_engines(tmp_path):
-    floor = gpu_floor("transformers")
-    version = floor if floor.count(".") >= 2 else f"{floor}.0"
-    loaded = load_both(tmp_path, floor_site(version))
+    version = gpu_floor("transformers")
+    loaded = load_both(tmp_path, cached_site({"transformers": version}))
     assert loaded["transformers"] == version
     check(loaded)
 
@@ -126,6 +93,14 @@ def test_the_installed_newest_transformers_loads_both_engines(tmp_path):
 
     loaded = load_both(tmp_path, None)
     assert loaded["transformers"] == transformers.__version__
+    check(loaded)
+
+
+def test_the_floor_torch_and_transformers_together_load_both_engines(tmp_path):
+    floors = gpu_floors()
+    loaded = load_both(tmp_path, gpu_floors_site())
+    assert loaded["torch"].split("+")[0] == floors["torch"]
+    assert loaded["transformers"] == floors["transformers"]
     check(loaded)
 
 
