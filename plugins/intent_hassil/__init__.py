@@ -22,11 +22,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from voiced_plugins.intent_hassil import languages
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
-from voiced_plugins.intent_hassil.repair import SentenceGraph, choose_repair
+from voiced_plugins.intent_hassil.repair import GraphTooLarge, SentenceGraph, choose_repair
 
 from voiced.api.app import RunContext
 from voiced.api.hooks import hookimpl
 from voiced.api.intents import Intent, Transcript
+from voiced.api.languages import counts_characters
 
 log = logging.getLogger(__name__)
 
@@ -185,12 +186,16 @@ class HassilIntent:
         against the new home's lists anyway)."""
         intents, language = self.intents, self.language
         assert intents is not None
+        if counts_characters(language):  # its words are not spaced: nothing to pair up
+            log.info("hassil: no sentence repair for %s (words without spaces)", language)
+            self.graph = None
+            return
         if wait or not _on_event_loop():
-            self.graph = SentenceGraph(intents, language)
+            self.graph = _sentence_graph(intents, language)
             return
 
         def build() -> None:
-            graph = SentenceGraph(intents, language)
+            graph = _sentence_graph(intents, language)
             if self.intents is intents:
                 self.graph = graph
                 self._repairs.clear()
@@ -522,6 +527,15 @@ def intent_slots(data: dict[str, Any]) -> dict[str, list[str]]:
             for sentence in item.get("sentences") or []:
                 slots |= refs(sentence, rules)
     return {name: sorted(slots) for name, slots in sorted(found.items())}
+
+
+def _sentence_graph(intents: Intents, language: str) -> SentenceGraph | None:
+    """The repair's sentence graph, or None (with the reason logged) when it would not fit."""
+    try:
+        return SentenceGraph(intents, language)
+    except GraphTooLarge as exc:
+        log.warning("hassil: no sentence repair for %s: the templates give %s", language, exc)
+        return None
 
 
 def _on_event_loop() -> bool:

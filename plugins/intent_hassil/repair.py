@@ -85,6 +85,14 @@ def _chunk_tokens(text: str, space: str) -> list[str]:
     return words
 
 
+class GraphTooLarge(ValueError):
+    """The templates glue so many pieces into words that the pair graph would not fit."""
+
+
+# German gives ~0.9M pairs with the small test home (compounds glue pieces: ~150 MB, 1.5 s)
+MAX_PAIRS = 2_000_000
+
+
 def _unglue(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
     """Word pairs with glued pieces joined into whole words and space nodes left out."""
     following: dict[str, set[str]] = {}
@@ -139,6 +147,8 @@ def _unglue(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
                 for word2, _ in words_from(nxt):
                     if word and word2:
                         out.add((word, word2))
+            if len(out) > MAX_PAIRS:
+                raise GraphTooLarge(f"more than {MAX_PAIRS} word pairs")
     return out
 
 
