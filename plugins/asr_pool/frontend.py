@@ -51,6 +51,7 @@ class _Pending:
     claimed_by: str | None = None
     sends: int = 1
     reply: Reply | None = None
+    failure: str | None = None  # why the ask that sent it gave up
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -117,21 +118,43 @@ class MqttPoolAsr:
         language = language or self.default_language
         run_id = call.run_id if call is not None else None
         key = job_id(run_id, audio, language)
-        with self._lock:
+        job = Job(
+            id=key,
+            reply=self.reply_topic,
+            deadline=time.time() + self.options.timeout,
+            audio=audio,
+            language=language,
+            run_id=run_id,
+        )
+        mine = _Pending(job, time.monotonic())
+        with self._lock:  # checked and claimed at once: two asks of one utterance send one job
             earlier = self._answered.get(key)
             pending = self._pending.get(key)
             if earlier is not None or pending is not None:
                 self.stats.asked_again += 1
+            else:
+                self._pending[key] = mine
+                self.stats.jobs += 1
         if earlier is not None:
             return self._transcript(earlier, audio, language, key, run_id, sends=0)
         if pending is not None:  # the same utterance of the same run is in flight: join it
             if not pending.done.wait(max(0.0, pending.job.deadline - time.time())):
                 raise PoolUnavailable(f"no answer from the pool within {self.options.timeout:g} s")
-            assert pending.reply is not None
+            if pending.reply is None:
+                raise PoolUnavailable(pending.failure or "the pool did not answer")
             return self._transcript(pending.reply, audio, language, key, run_id, sends=0)
-        return self._ask(audio, language, key, run_id)
+        try:
+            reply = self._ask(mine)
+        except Exception as exc:
+            mine.failure = str(exc)
+            raise
+        finally:
+            with self._lock:
+                self._pending.pop(key, None)
+            mine.done.set()  # wakes any ask that joined this one
+        return self._transcript(reply, audio, language, key, run_id, mine.sends)
 
-    def _ask(self, audio: bytes, language: str | None, key: str, run_id: str | None) -> Transcript:
+    def _ask(self, pending: _Pending) -> Reply:
         if not self.connection.connected and not self._connected.wait(
             min(2.0, self.options.timeout)
         ):
@@ -143,25 +166,8 @@ class MqttPoolAsr:
             raise PoolUnavailable(
                 f"no worker of group {self.options.group!r} online at {self.connection.broker}"
             )
-        job = Job(
-            id=key,
-            reply=self.reply_topic,
-            deadline=time.time() + self.options.timeout,
-            audio=audio,
-            language=language,
-            run_id=run_id,
-        )
-        pending = _Pending(job, time.monotonic())
-        with self._lock:
-            self._pending[job.id] = pending
-            self.stats.jobs += 1
-        try:
-            self._publish(job)
-            reply = self._wait(pending)
-        finally:
-            with self._lock:
-                self._pending.pop(job.id, None)
-        return self._transcript(reply, audio, language, key, run_id, pending.sends)
+        self._publish(pending.job)
+        return self._wait(pending)
 
     def _transcript(
         self,
