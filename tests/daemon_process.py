@@ -54,6 +54,7 @@ class DaemonProcess:
         self.cond = threading.Condition()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VOICED_", "NOTIFY_"))}
         env["PYTHONUNBUFFERED"] = "1"
+        env["MALLOC_ARENA_MAX"] = "2"  # as the systemd unit runs the daemon
 
         def limit_fds() -> None:  # in the child, before exec
             if nofile is not None:

@@ -67,6 +67,9 @@ ConfigurationDirectory=voiced
 Environment=VOICED_CONFIG=%E/voiced/voiced.toml
 EnvironmentFile=-%E/voiced/voiced.env
 Environment=PYTHONUNBUFFERED=1
+# Threads (ASR workers, MQTT, Wyoming) each growing a glibc malloc arena raise RSS through
+# fragmentation over months; two arenas keep it flatter.
+Environment=MALLOC_ARENA_MAX=2
 # Models, converted weights and kernel caches go to /var/cache/voiced; $HOME is the state dir
 # because libraries that write to ~/.cache or ~/.config must not touch a real home.
 StateDirectory=voiced
@@ -188,6 +191,9 @@ MemoryMax=8G
 Environment=VOICED_CONFIG=%E/voiced/voiced.toml
 EnvironmentFile=-%E/voiced/voiced.env
 Environment=PYTHONUNBUFFERED=1
+# Threads (ASR workers, MQTT, Wyoming) each growing a glibc malloc arena raise RSS through
+# fragmentation over months; two arenas keep it flatter.
+Environment=MALLOC_ARENA_MAX=2
 StateDirectory=voiced
 CacheDirectory=voiced
 WorkingDirectory=%S/voiced
