@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from tiny_vits import build_random_vits
+
 from benchmarks.common import ensure_importable, stats
 
 TEXT = (
@@ -97,41 +100,6 @@ def piper_section(runs: int) -> dict[str, Any]:
             print(f"piper {device}: FAILED {type(exc).__name__}: {exc}")
             traceback.print_exc()
     return out
-
-
-def build_random_vits(folder: Path, tiny: bool) -> Path:
-    """A randomly initialised VITS model + character tokenizer saved to ``folder``."""
-    import torch
-    from transformers import VitsConfig, VitsModel, VitsTokenizer
-
-    folder.mkdir(parents=True, exist_ok=True)
-    chars = list("_ abcdefghijklmnopqrstuvwxyz'-.,?!")
-    vocab = {c: i for i, c in enumerate(chars)} | {"<unk>": len(chars)}
-    (folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-    VitsTokenizer(
-        str(folder / "vocab.json"), pad_token="_", unk_token="<unk>", phonemize=False
-    ).save_pretrained(folder)
-    small = dict(
-        hidden_size=16,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        ffn_dim=32,
-        flow_size=16,
-        spectrogram_bins=33,
-        upsample_initial_channel=16,
-        resblock_kernel_sizes=[3],
-        resblock_dilation_sizes=[[1, 3, 5]],
-        duration_predictor_filter_channels=16,
-        duration_predictor_num_flows=1,
-        prior_encoder_num_flows=1,
-        prior_encoder_num_wavenet_layers=1,
-        posterior_encoder_num_wavenet_layers=1,
-        depth_separable_num_layers=1,
-    )
-    config = VitsConfig(vocab_size=len(vocab), **(small if tiny else {}))
-    torch.manual_seed(0)
-    VitsModel(config).save_pretrained(folder)
-    return folder
 
 
 def vits_section(runs: int) -> dict[str, Any]:

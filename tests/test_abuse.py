@@ -21,14 +21,13 @@ import pytest_asyncio
 from loop_lag import loop_lag
 from mqtt_fixtures import Mosquitto, Recorder, make_certs
 from paho.mqtt.enums import CallbackAPIVersion
-from pipeline_helpers import EventRecorder, overrides
+from pipeline_helpers import EventRecorder, overrides, started_pipeline
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
 from wyoming.event import Event
 from wyoming.info import Describe
 from wyoming.tts import Synthesize, SynthesizeChunk, SynthesizeStart
 
-from voiced.daemon import prepare
 from voiced.pipeline import Pipeline
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
@@ -55,9 +54,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def daemon(broker):
-    recorder = EventRecorder()
-    settings, host = prepare(
-        REPO / "tests" / "empty.toml",
+    async with started_pipeline(
         overrides(
             pipeline={
                 "source": [],
@@ -78,14 +75,9 @@ async def daemon(broker):
                     "mqtt": {"url": broker.url},
                 },
             },
-        ),
-        [("recorder", recorder)],
-    )
-    pipeline = Pipeline(settings, host)
-    await pipeline.start()
-    pipeline.recorder = recorder
-    yield pipeline
-    await pipeline.stop()
+        )
+    ) as pipeline:
+        yield pipeline
 
 
 @pytest.fixture

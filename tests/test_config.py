@@ -13,18 +13,8 @@ from voiced.config import ConfigError, load_settings, masked
 from voiced.plugins import load_plugins
 
 
-@pytest.fixture
-def write(tmp_path):
-    def _write(text: str):
-        path = tmp_path / "voiced.toml"
-        path.write_text(text)
-        return path
-
-    return _write
-
-
-def test_defaults_need_no_file(write):
-    settings = load_settings(write(""))
+def test_defaults_need_no_file(write_config):
+    settings = load_settings(write_config(""))
     assert settings.pipeline.vad == "webrtc"
     assert settings.vad.silence_seconds == 0.7
     assert settings.vad.speech_seconds == 0.3
@@ -39,8 +29,8 @@ def test_the_documented_default_config_is_valid():
     check_config(load_plugins(), settings)
 
 
-def test_a_bad_value_names_the_file_the_key_and_the_reason(write):
-    path = write("[pipeline]\nasr_queue_size = 0\n")
+def test_a_bad_value_names_the_file_the_key_and_the_reason(write_config):
+    path = write_config("[pipeline]\nasr_queue_size = 0\n")
     with pytest.raises(ConfigError) as info:
         load_settings(path)
     message = str(info.value)
@@ -49,14 +39,14 @@ def test_a_bad_value_names_the_file_the_key_and_the_reason(write):
     assert "greater than or equal to 1" in message
 
 
-def test_an_unknown_key_is_named(write):
+def test_an_unknown_key_is_named(write_config):
     with pytest.raises(ConfigError, match=r"vad\.silence_secs: unknown key"):
-        load_settings(write("[vad]\nsilence_secs = 1\n"))
+        load_settings(write_config("[vad]\nsilence_secs = 1\n"))
 
 
-def test_invalid_toml_says_where(write):
+def test_invalid_toml_says_where(write_config):
     with pytest.raises(ConfigError, match=r"not valid TOML.*line 2"):
-        load_settings(write("[pipeline]\nasr = ]\n"))
+        load_settings(write_config("[pipeline]\nasr = ]\n"))
 
 
 def test_a_missing_explicit_file_is_an_error(tmp_path):
@@ -64,8 +54,8 @@ def test_a_missing_explicit_file_is_an_error(tmp_path):
         load_settings(tmp_path / "nope.toml")
 
 
-def test_environment_overrides_the_file_with_nested_keys(write, monkeypatch):
-    path = write('[pipeline]\nasr = ["whisper-ctranslate2"]\n[vad]\nsilence_seconds = 0.5\n')
+def test_environment_overrides_the_file_with_nested_keys(write_config, monkeypatch):
+    path = write_config('[pipeline]\nasr = ["whisper-ctranslate2"]\n[vad]\nsilence_seconds = 0.5\n')
     monkeypatch.setenv("VOICED_VAD__SILENCE_SECONDS", "1.25")
     monkeypatch.setenv("VOICED_PIPELINE__TTS", '["piper"]')
     settings = load_settings(path)
@@ -74,44 +64,44 @@ def test_environment_overrides_the_file_with_nested_keys(write, monkeypatch):
     assert settings.pipeline.asr == ["whisper-ctranslate2"]
 
 
-def test_a_bad_environment_value_names_the_variable(write, monkeypatch):
+def test_a_bad_environment_value_names_the_variable(write_config, monkeypatch):
     monkeypatch.setenv("VOICED_CONVERSATION__BARGE_IN", "sometimes")
     with pytest.raises(ConfigError, match="VOICED_CONVERSATION__BARGE_IN"):
-        load_settings(write(""))
+        load_settings(write_config(""))
 
 
-def test_config_file_comes_from_VOICED_CONFIG(write, monkeypatch):
-    path = write('site_id = "kitchen"\n')
+def test_config_file_comes_from_VOICED_CONFIG(write_config, monkeypatch):
+    path = write_config('site_id = "kitchen"\n')
     monkeypatch.setenv("VOICED_CONFIG", str(path))
     assert load_settings().site_id == "kitchen"
 
 
-def test_stage_options_are_validated_by_the_plugins_own_model(write):
-    path = write("[stages.vad.webrtc]\naggressiveness = 7\n")
+def test_stage_options_are_validated_by_the_plugins_own_model(write_config):
+    path = write_config("[stages.vad.webrtc]\naggressiveness = 7\n")
     with pytest.raises(ConfigError) as info:
         check_config(load_plugins(), load_settings(path))
     assert "stages.vad.webrtc.aggressiveness" in str(info.value)
     assert str(path) in str(info.value)
 
 
-def test_stage_options_can_come_from_the_environment(write, monkeypatch):
+def test_stage_options_can_come_from_the_environment(write_config, monkeypatch):
     monkeypatch.setenv("VOICED_STAGES__VAD__WEBRTC__AGGRESSIVENESS", "1")
-    settings = load_settings(write(""))
+    settings = load_settings(write_config(""))
     assert settings.stage_options("vad", "webrtc") == {"aggressiveness": "1"}
 
 
-def test_a_list_option_of_a_stage_can_come_from_the_environment(write, monkeypatch):
+def test_a_list_option_of_a_stage_can_come_from_the_environment(write_config, monkeypatch):
     monkeypatch.setenv("VOICED_STAGES__INTENT__HASSIL__SENTENCES", "[]")
     monkeypatch.setenv("VOICED_STAGES__SOURCE__FILE__PATH", "[draft].wav")  # not JSON: a string
-    settings = load_settings(write('[stages.intent.hassil]\nsentences = ["a.yaml"]\n'))
+    settings = load_settings(write_config('[stages.intent.hassil]\nsentences = ["a.yaml"]\n'))
     host = load_plugins()
     check_config(host, settings)
     assert validate_options(host, settings, "intent", "hassil", "pipeline.intent").sentences == []
     assert settings.stage_options("source", "file") == {"path": "[draft].wav"}
 
 
-def test_an_unknown_stage_lists_the_available_ones(write):
-    path = write('[pipeline]\nvad = "silero-x"\n')
+def test_an_unknown_stage_lists_the_available_ones(write_config):
+    path = write_config('[pipeline]\nvad = "silero-x"\n')
     with pytest.raises(ConfigError) as info:
         check_config(load_plugins(), load_settings(path))
     assert "pipeline.vad" in str(info.value)
@@ -130,8 +120,8 @@ def test_secrets_are_masked():
     assert shown["stages"]["intent"]["llm"]["api_key"] == "***"
 
 
-def test_voiced_config_prints_the_effective_config_with_secrets_masked(write):
-    path = write("[pipeline]\nservice = []\n[stages.vad.webrtc]\naggressiveness = 3\n")
+def test_voiced_config_prints_the_effective_config_with_secrets_masked(write_config):
+    path = write_config("[pipeline]\nservice = []\n[stages.vad.webrtc]\naggressiveness = 3\n")
     out = subprocess.run(
         [sys.executable, "-m", "voiced.cli", "--config", str(path), "config", "--json"],
         capture_output=True,
@@ -143,8 +133,8 @@ def test_voiced_config_prints_the_effective_config_with_secrets_masked(write):
     assert data["stages"]["vad"]["webrtc"] == {"aggressiveness": 3, "frame_ms": 30}
 
 
-def test_voiced_exits_2_and_names_the_key_on_a_bad_config(write):
-    path = write("[conversation]\nfollow_up_seconds = -1\n")
+def test_voiced_exits_2_and_names_the_key_on_a_bad_config(write_config):
+    path = write_config("[conversation]\nfollow_up_seconds = -1\n")
     result = subprocess.run(
         [sys.executable, "-m", "voiced.cli", "--config", str(path), "config"],
         capture_output=True,

@@ -43,7 +43,7 @@ import json, sys
 from pathlib import Path
 import torch, transformers
 sys.path.insert(0, sys.argv[3])
-from tiny_vits import build_tiny_vits
+from tiny_vits import build_random_vits
 from voiced_plugins.asr_whisper.torch_engine import (
     WhisperTransformersAsr, WhisperTransformersOptions)
 from voiced_plugins.tts_vits import VitsOptions, VitsTts
@@ -52,7 +52,7 @@ work = Path(sys.argv[1])
 asr = WhisperTransformersAsr(WhisperTransformersOptions(cache_dir=str(work / "models")))
 asr.load()
 text = asr.transcribe(Path(sys.argv[2]).read_bytes()).text
-tts = VitsTts(VitsOptions(model=str(build_tiny_vits(work / "vits")), device="cpu", seed=1))
+tts = VitsTts(VitsOptions(model=str(build_random_vits(work / "vits")), device="cpu", seed=1))
 tts.load()
 chunk = tts.synthesize("Turn on the lights.")
 print(json.dumps({"transformers": transformers.__version__, "torch": torch.__version__,

@@ -177,10 +177,21 @@ def test_a_remote_slower_than_its_timeout_hands_the_utterance_on(folder, command
             remote.transcribe(command_audio)
         assert time.monotonic() - started < 5
         peer.signal(signal.SIGCONT)
-        assert "kitchen light" in remote.transcribe(command_audio).text.lower()
+        assert "kitchen light" in transcribe_once_back(remote, command_audio).text.lower()
         remote.close()
     finally:
         peer.kill()
+
+
+def transcribe_once_back(remote: RemoteWyomingAsr, audio, tries: int = 5):
+    """The same client transcribes again once its peer runs; the peer first works off the
+    utterance it was given while stopped, which on a loaded machine can outlast one timeout."""
+    for _ in range(tries - 1):
+        try:
+            return remote.transcribe(audio)
+        except RemoteUnavailable:
+            continue
+    return remote.transcribe(audio)
 
 
 def test_options_reject_a_uri_without_a_port():

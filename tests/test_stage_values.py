@@ -18,16 +18,6 @@ def host():
     return load_plugins()
 
 
-@pytest.fixture
-def write(tmp_path):
-    def _write(text: str):
-        path = tmp_path / "voiced.toml"
-        path.write_text(text)
-        return path
-
-    return _write
-
-
 def test_a_name_splits_into_its_key_its_stage_and_its_value():
     assert stage_key("wyoming#gpu:tcp://gpu-box:10300") == "wyoming#gpu"
     assert stage_base_name("wyoming#gpu:tcp://gpu-box:10300") == "wyoming"
@@ -36,8 +26,8 @@ def test_a_name_splits_into_its_key_its_stage_and_its_value():
     assert stage_base_name("Whisper_CTranslate2") == "whisper-ctranslate2"
 
 
-def test_a_value_in_the_file_sets_the_shorthand_option(write, host):
-    path = write('[pipeline]\nasr = ["wyoming:gpu-box:10300", "whisper-ctranslate2"]\n')
+def test_a_value_in_the_file_sets_the_shorthand_option(write_config, host):
+    path = write_config('[pipeline]\nasr = ["wyoming:gpu-box:10300", "whisper-ctranslate2"]\n')
     settings = load_settings(path)
     check_config(host, settings)
     options = validate_options(host, settings, "asr", settings.pipeline.asr[0], "pipeline.asr")
@@ -45,8 +35,8 @@ def test_a_value_in_the_file_sets_the_shorthand_option(write, host):
     assert options.peer().address.port == 10300
 
 
-def test_the_value_joins_the_options_block_of_the_stage(write, host):
-    path = write(
+def test_the_value_joins_the_options_block_of_the_stage(write_config, host):
+    path = write_config(
         '[pipeline]\nasr = ["wyoming:gpu-box:10300", "wyoming#nas:tcp://nas:10301", '
         '"whisper-ctranslate2"]\n'
         "[stages.asr.wyoming]\ntimeout = 3.5\n"
@@ -60,8 +50,8 @@ def test_the_value_joins_the_options_block_of_the_stage(write, host):
     assert (nas.uri, nas.timeout) == ("tcp://nas:10301", 9.0)
 
 
-def test_a_value_overrides_the_uri_of_the_block(write, host):
-    path = write(
+def test_a_value_overrides_the_uri_of_the_block(write_config, host):
+    path = write_config(
         '[pipeline]\ntts = ["wyoming:tcp://speaker-box:10200", "piper"]\n'
         '[stages.tts.wyoming]\nuri = "tcp://elsewhere:1"\n'
     )
@@ -71,17 +61,17 @@ def test_a_value_overrides_the_uri_of_the_block(write, host):
     ).uri == ("tcp://speaker-box:10200")
 
 
-def test_the_environment_can_name_a_remote_with_its_value(write, host, monkeypatch):
+def test_the_environment_can_name_a_remote_with_its_value(write_config, host, monkeypatch):
     monkeypatch.setenv("VOICED_PIPELINE__WAKE", json.dumps(["wyoming:127.0.0.1:10400"]))
-    settings = load_settings(write(""))
+    settings = load_settings(write_config(""))
     check_config(host, settings)
     assert validate_options(
         host, settings, "wake", settings.pipeline.wake[0], "pipeline.wake"
     ).uri == ("127.0.0.1:10400")
 
 
-def test_a_bad_value_is_one_line_naming_the_key_and_the_file(write, host):
-    path = write('[pipeline]\nasr = ["wyoming:gpu-box", "whisper-ctranslate2"]\n')
+def test_a_bad_value_is_one_line_naming_the_key_and_the_file(write_config, host):
+    path = write_config('[pipeline]\nasr = ["wyoming:gpu-box", "whisper-ctranslate2"]\n')
     with pytest.raises(ConfigError) as info:
         check_config(host, load_settings(path))
     message = str(info.value)
@@ -90,21 +80,21 @@ def test_a_bad_value_is_one_line_naming_the_key_and_the_file(write, host):
     assert "tcp://HOST:PORT" in message
 
 
-def test_a_bad_value_from_the_environment_names_the_variable(write, host, monkeypatch):
+def test_a_bad_value_from_the_environment_names_the_variable(write_config, host, monkeypatch):
     monkeypatch.setenv("VOICED_PIPELINE__TTS", '["wyoming:nowhere"]')
     with pytest.raises(ConfigError) as info:
-        check_config(host, load_settings(write("")))
+        check_config(host, load_settings(write_config("")))
     assert str(info.value).startswith("environment VOICED_PIPELINE__TTS: pipeline.tts: ")
 
 
-def test_a_value_for_a_stage_without_a_shorthand_is_refused(write, host):
-    path = write('[pipeline]\nasr = ["whisper-ctranslate2:large", "whisper-ctranslate2"]\n')
+def test_a_value_for_a_stage_without_a_shorthand_is_refused(write_config, host):
+    path = write_config('[pipeline]\nasr = ["whisper-ctranslate2:large", "whisper-ctranslate2"]\n')
     with pytest.raises(ConfigError, match=r"pipeline.asr: stage 'whisper-ctranslate2' takes no"):
         check_config(host, load_settings(path))
 
 
-def test_an_unknown_stage_with_a_value_lists_the_available_ones(write, host):
-    path = write('[pipeline]\nasr = ["wyomin:gpu-box:10300"]\n')
+def test_an_unknown_stage_with_a_value_lists_the_available_ones(write_config, host):
+    path = write_config('[pipeline]\nasr = ["wyomin:gpu-box:10300"]\n')
     with pytest.raises(
         ConfigError, match=r"pipeline.asr: no asr stage named .*available: .*wyoming"
     ):

@@ -16,7 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tiny_vits import build_tiny_vits  # noqa: E402
+from tiny_vits import build_random_vits  # noqa: E402
 from voiced_plugins.tts_vits import (  # noqa: E402
     ModelNotFoundError,
     TtsInputError,
@@ -32,7 +32,7 @@ RATE = 24000  # not MMS's 16 kHz, so the engine must read the rate from the mode
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:
-    return build_tiny_vits(tmp_path_factory.mktemp("tiny-vits"))
+    return build_random_vits(tmp_path_factory.mktemp("tiny-vits"))
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,7 @@ def test_a_missing_model_directory_is_named(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_model_directory_without_a_tokenizer_is_named(tmp_path: Path) -> None:
-    folder = build_tiny_vits(tmp_path / "model")
+    folder = build_random_vits(tmp_path / "model")
     (folder / "vocab.json").unlink()
     with pytest.raises(ModelNotFoundError, match="no usable tokenizer"):
         VitsTts(VitsOptions(model=str(folder), device="cpu")).load()

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 import pytest_asyncio
-from pipeline_helpers import EventRecorder, overrides
+from pipeline_helpers import EventRecorder, overrides, started_pipeline
 from speech import piper, silence, steady_piper
 from voiced_plugins.wyoming_server import WyomingOptions, WyomingService
 from wyoming.asr import Transcribe, Transcript
@@ -33,7 +33,6 @@ from wyoming.wake import Detect
 from wyoming_assistant import ScriptedAsr, SmallAssistant
 
 from voiced.audio import PIPELINE_FORMAT, float_to_pcm16, pcm_to_float, resample
-from voiced.daemon import prepare
 from voiced.pipeline import Pipeline
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
@@ -54,9 +53,7 @@ PORCH = free_port()  # a wyoming-satellite server that voiced dials out to
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def daemon():
-    recorder = EventRecorder()
-    settings, host = prepare(
-        REPO / "tests" / "empty.toml",
+    async with started_pipeline(
         overrides(
             pipeline={
                 "source": [],
@@ -81,14 +78,9 @@ async def daemon():
                 "intent": {"hassil": {"home": str(REPO / "config" / "home.yaml")}},
             },
             conversation={"follow_up": "off"},
-        ),
-        [("recorder", recorder)],
-    )
-    pipeline = Pipeline(settings, host)
-    await pipeline.start()
-    pipeline.recorder = recorder
-    yield pipeline
-    await pipeline.stop()
+        )
+    ) as pipeline:
+        yield pipeline
 
 
 @pytest.fixture

@@ -17,6 +17,28 @@ class Transcript:
     no_speech: bool = False
     data: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def heard(
+        cls,
+        text: str,
+        language: str | None,
+        *,
+        engine: str,
+        audio_seconds: float,
+        data: dict[str, Any],
+    ) -> Transcript:
+        """What another program heard (a remote service, a pool worker): the text trimmed,
+        no text meaning no speech, the language it names or else the one asked for."""
+        text = text.strip()
+        return cls(
+            text=text,
+            language=language or "en",
+            engine=engine,
+            audio_seconds=audio_seconds,
+            no_speech=not text,
+            data=data,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -180,13 +180,11 @@ class MqttPoolAsr:
     ) -> Transcript:
         if reply.type == "error":
             raise PoolError(f"worker {reply.worker}: {reply.message}")
-        text = reply.text.strip()
-        return Transcript(
-            text=text,
-            language=reply.language or language or "en",
+        return Transcript.heard(
+            reply.text,
+            reply.language or language,
             engine=self.name,
             audio_seconds=len(audio) / PIPELINE_FORMAT.bytes_per_second,
-            no_speech=not text,
             data={
                 "worker": reply.worker,
                 "worker_engine": reply.engine,

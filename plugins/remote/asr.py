@@ -71,13 +71,11 @@ class RemoteWyomingAsr:
         started = time.monotonic()
         answer = self.peer.request(events, lambda e: WyTranscript.is_type(e.type))
         result = WyTranscript.from_event(answer[-1])
-        text = result.text.strip()
-        return Transcript(
-            text=text,
-            language=result.language or language or "en",
+        return Transcript.heard(
+            result.text,
+            result.language or language,
             engine=self.name,
             audio_seconds=len(audio) / fmt.bytes_per_second,
-            no_speech=not text,
             data={
                 "remote": str(self.peer.address),
                 "remote_s": round(time.monotonic() - started, 4),

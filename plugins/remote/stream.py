@@ -69,13 +69,11 @@ class RemoteAsrStream:
         if self._error is not None:
             raise self._error
         assert self._answer is not None
-        text = self._answer.text.strip()
-        return Transcript(
-            text=text,
-            language=self._answer.language or self.language or "en",
+        return Transcript.heard(
+            self._answer.text,
+            self._answer.language or self.language,
             engine=self.asr.name,
             audio_seconds=len(audio) / PIPELINE_FORMAT.bytes_per_second,
-            no_speech=not text,
             data={
                 "remote": str(self.asr.peer.address),
                 "remote_s": round(time.monotonic() - self.stopped_at, 4),
