@@ -528,6 +528,11 @@ def test_ten_minutes_of_speech_commands_and_clients_leave_nothing_behind(
         book.close()
         with (tmp_path / "events.jsonl").open("w") as out:  # for a post-mortem
             out.writelines(json.dumps(e) + "\n" for e in daemon.events)
+        with (tmp_path / "usage.csv").open("w") as out:  # the RSS curve, for a post-mortem
+            out.write("seconds,rss_kb,threads,fds,cpu_s\n")
+            out.writelines(
+                f"{u.at:.1f},{u.rss_kb},{u.threads},{u.fds},{u.cpu_s}\n" for u in samples
+            )
 
     warm = [s for s in loaded if WARMUP - 12 <= s.at - (started - daemon.started) <= WARMUP]
     warm = warm or loaded[:5]
@@ -577,8 +582,6 @@ def test_ten_minutes_of_speech_commands_and_clients_leave_nothing_behind(
     assert max(s.fds for s in after) <= median(warm, "fds") + FD_SLACK, figures
     assert settled.fds <= median(warm, "fds"), figures
     assert len(list(answers.glob("*.wav"))) <= 20  # the WAV sink keeps its newest 20
-    if median(end, "rss_kb") >= 1.05 * median(warm, "rss_kb"):
-        # Known open (#16): the merged tree grew 6.3-6.6 % after warm-up in two CI dry runs
-        # (peaks come back down; not yet explained). Reported, not hidden: every other check
-        # above has passed when this line is reached.
-        pytest.xfail(f"RSS grew 5 % or more after warm-up: {figures}")
+    # Memory planned per sentence length by the voice's ONNX Runtime session grew RSS 6-7 %
+    # after warm-up (#16): plugins/tts_piper.session_options() turns the patterns off.
+    assert median(end, "rss_kb") < 1.05 * median(warm, "rss_kb"), figures
