@@ -186,7 +186,9 @@ class WhisperCt2Asr:
         if not (warmup or quick or choice.command):  # a command on this home is kept as heard
 
             def decode_at(temperature: float) -> Decode:
-                return self._generate(encoded, seconds, window, language, temperature=temperature)
+                return self._generate(
+                    encoded, seconds, window, language, count=count, temperature=temperature
+                )
 
             decode, fallback = with_fallback(decode, opts.temperatures, opts, decode_at)
             if fallback:
@@ -302,8 +304,8 @@ class WhisperCt2Asr:
         count: int = 1,
         temperature: float = 0.0,
     ) -> Decode:
-        """One decode of the encoded audio: greedy/beam (``count`` hypotheses), or ``best_of``
-        samples at ``temperature``; hypotheses best first, loops cut."""
+        """One decode of the encoded audio: greedy/beam, or ``best_of`` samples at
+        ``temperature``; its best ``count`` hypotheses, best first, loops cut."""
         from faster_whisper.transcribe import get_suppressed_tokens
 
         opts = self.options
@@ -355,7 +357,7 @@ class WhisperCt2Asr:
         elif repetitive(text_tokens):
             loop = f"a loop: {len(set(text_tokens))} distinct of {len(text_tokens)} tokens"
         return Decode(
-            unique([Hypothesis(text, lp) for lp, text, _, _ in decoded]),
+            unique([Hypothesis(text, lp) for lp, text, _, _ in decoded])[:count],
             float(result.no_speech_prob),
             dropped,
             temperature,
