@@ -9,8 +9,9 @@ Each site's file holds a light command, a time question and chatter in its langu
 espeak-ng's German and Mandarin are at the edge of what Whisper base hears (CER/WER over a
 fixed set: ``python -m benchmarks.languages``), so each utterance names the espeak-ng voice,
 speed and word gap it is spoken with (measured through this pipeline: at most settings base
-hears "Schalte passlicht"); the pipeline settings are the defaults but the model. The time
-questions are not heard by base in either language at any setting tried (see TIME_UNHEARD).
+hears "Schalte passlicht"); the pipeline settings are the defaults but the model. The
+Mandarin time question is heard as 現在起點鐘 and matched by its sound (homophones.py); base
+does not hear the German one reliably at any setting tried (see GERMAN_TIME_UNHEARD).
 """
 
 from __future__ import annotations
@@ -54,15 +55,20 @@ KIDS = [  # German
 ]
 OMA = [  # Mandarin (espeak-ng's pinyin voice: its plain cmn voice reads no characters)
     Said("打开厨房的灯。", "cmn-latn-pinyin", 130),
-    Said("现在几点钟？", "cmn-latn-pinyin", 150, 4),
+    # "现在几点钟" is one of HA's own zh-CN time sentences (<current>[时间]几点钟); at 130 wpm
+    # with an 80 ms word gap base writes 現在起點鐘 at each start offset measured (0.2, 0.33,
+    # 0.47 s; at 150 wpm, 4 ms gap: 先塞啟点刀): espeak-ng's j sounds aspirated, and the
+    # heard text is matched by its sound (homophones.py folds q/j)
+    Said("现在几点钟？", "cmn-latn-pinyin", 130, 8),
     Said("今天天气真好。", "cmn-latn-pinyin", 130),
 ]
-TIME_UNHEARD = pytest.mark.xfail(
+GERMAN_TIME_UNHEARD = pytest.mark.xfail(
     strict=True,
-    reason="Whisper base does not hear espeak-ng's time questions: measured 'Wie schmert ist "
-    "es?', 'Richard ist es.', 'Wie viel Booth ist es?' for German and '先責記點鐘', '鍵蓮蓮', "
-    "'彈前四天' for Mandarin over 4-5 voice/speed/gap settings each; the grammar and the "
-    "answer are right for the text (tests/test_languages.py)",
+    reason="Whisper base does not hear espeak-ng's German time question reliably: 'Wie spät "
+    "ist es?' is heard (and matched, 'wie schät' repaired) at 1-2 of 4-6 start offsets at each "
+    "of 10 speed/gap settings and 5 voices, else 'Richard ist es.', 'Die Schät ist S.', "
+    "'Leach it, ist es.'; HA's other phrasings fare worse ('Keep mir die Uhrzeit', 'Outsight'); "
+    "the grammar and the answer are right for the text (tests/test_languages.py)",
 )
 
 
@@ -147,8 +153,7 @@ def test_the_light_command_is_heard_pinned_matched_and_answered_in_the_sites_lan
     assert first["tts-end"][0]["audio_seconds"] > 0.5
 
 
-@TIME_UNHEARD
-@pytest.mark.parametrize("site", ["kids", "oma"])
+@pytest.mark.parametrize("site", [pytest.param("kids", marks=GERMAN_TIME_UNHEARD), "oma"])
 def test_the_time_is_told_in_the_sites_language(daemon, site):
     events, _ = daemon
     second = runs_at(events, site)[1]

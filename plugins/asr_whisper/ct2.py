@@ -22,6 +22,7 @@ from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
     WhisperOptions,
+    compression_ratio,
     decoded_transcript,
     judge,
     max_new_tokens,
@@ -30,6 +31,7 @@ from .common import (
     too_quiet,
     window_seconds,
 )
+from .fallback import DEFAULT_TEMPERATURES, Decode, repetitive, with_fallback
 from .language import check_languages, pinned
 from .models import ModelError, load_error, resolve_ct2
 from .rescore import forced_scores, pick_rescored, rescorer_of
@@ -57,6 +59,16 @@ class WhisperCt2Options(WhisperOptions):
         True,
         description="when no hypothesis is a command: score this home's sentences a word or "
         "two from them against the audio; one that nearly says it, alone, wins (rescore.py)",
+    )
+    temperatures: list[float] = Field(
+        default_factory=lambda: list(DEFAULT_TEMPERATURES),
+        description="temperature fallback: when the greedy/beam decode fails Whisper's "
+        "thresholds (compression ratio, log-probability, or it spends its whole token budget) "
+        "and is no command, sample again at these temperatures until one passes; [] for none",
+    )
+    best_of: int = Field(5, ge=1, le=16, description="samples per fallback temperature")
+    seed: int | None = Field(
+        0, description="CTranslate2's random seed, set at load (fallback samples repeat)"
     )
     home_retry: bool = Field(
         True,
@@ -99,6 +111,10 @@ class WhisperCt2Asr:
             )
         except Exception as exc:
             raise load_error(opts.model, local, exc) from exc
+        if opts.seed is not None:
+            import ctranslate2
+
+            ctranslate2.set_random_seed(opts.seed)
         self.device = f"cuda:{choice.device_index}" if choice.device == "cuda" else "cpu"
         self.compute_type = choice.compute_type
         self.reason = choice.reason
@@ -163,10 +179,25 @@ class WhisperCt2Asr:
         window = window_seconds(seconds, opts)
         checker = None if warmup or quick else checker_of(self.app, language)
         count = self.options.hypotheses if checker is not None else 1  # N-best needs a judge
-        hypotheses, no_speech_prob, dropped = self._generate(
-            samples, seconds, window, language, count=count
+        encoded: Any = self._encode(samples, window)
+        decode = self._generate(encoded, seconds, window, language, count=count)
+        choice = choose(decode.hypotheses, checker, opts.hypothesis_margin)
+        fallback: list[dict[str, Any]] = []
+        if not (warmup or quick or choice.command):  # a command on this home is kept as heard
+
+            def decode_at(temperature: float) -> Decode:
+                return self._generate(
+                    encoded, seconds, window, language, count=count, temperature=temperature
+                )
+
+            decode, fallback = with_fallback(decode, opts.temperatures, opts, decode_at)
+            if fallback:
+                choice = choose(decode.hypotheses, checker, opts.hypothesis_margin)
+        hypotheses, no_speech_prob, dropped = (
+            decode.hypotheses,
+            decode.no_speech_prob,
+            decode.dropped,
         )
-        choice = choose(hypotheses, checker, opts.hypothesis_margin)
         chosen = hypotheses[choice.index]
         why = choice.why
         retried: list[Hypothesis] = []
@@ -179,15 +210,12 @@ class WhisperCt2Asr:
             and not judge(chosen.text, chosen.avg_logprob, no_speech_prob, opts).no_speech
         )
         rescorer = rescorer_of(checker) if unmatched_speech and opts.home_rescore else None
-        encoded: Any = None
         known: dict[str, float] = {}  # forced scores on this audio: the second round reuses them
 
         def rescore(heard: list[Hypothesis]) -> Hypothesis | None:
             """The home's sentence near ``heard`` the audio says (rescore.py), if any."""
-            nonlocal encoded, rescored, why
+            nonlocal rescored, why
             assert rescorer is not None
-            if encoded is None:
-                encoded = self._encode(samples, window)
             frames = min(window * 100, int(seconds * 100) + 1)
 
             def score(texts: list[str]) -> list[float]:
@@ -209,9 +237,10 @@ class WhisperCt2Asr:
             chosen, unmatched_speech = found, False
         if unmatched_speech and opts.home_retry:
             assert checker is not None
+            full = self._encode(samples, FULL_WINDOW_S)
             retried = self._generate(
-                samples, seconds, FULL_WINDOW_S, language, checker.prompt_words(), count
-            )[0]
+                full, seconds, FULL_WINDOW_S, language, checker.prompt_words(), count
+            ).hypotheses
             won = pick_retry(retried, hypotheses, checker, opts.hypothesis_margin)
             if won is not None:
                 chosen, why = won, "retry with the full window and the home's names: a command"
@@ -231,6 +260,7 @@ class WhisperCt2Asr:
             "hypotheses": [h.to_dict() for h in hypotheses],
             **({"retry_hypotheses": [h.to_dict() for h in retried]} if retried else {}),
             **({"rescored": rescored} if rescored is not None else {}),
+            **({"fallback": fallback} if fallback else {}),
             "hypothesis": {
                 "index": -1 if won is not None or (rescored or {}).get("text") else choice.index,
                 "retried": bool(retried),
@@ -266,20 +296,20 @@ class WhisperCt2Asr:
 
     def _generate(
         self,
-        samples: np.ndarray,
+        encoded: Any,
         seconds: float,
         window: int,
         language: str | None,
         prompt_text: str = "",
         count: int = 1,
-    ) -> tuple[list[Hypothesis], float, int]:
-        """One encoder pass and one decode: the hypotheses (best first, loops cut), the
-        no-speech probability and how many segments were dropped."""
+        temperature: float = 0.0,
+    ) -> Decode:
+        """One decode of the encoded audio: greedy/beam, or ``best_of`` samples at
+        ``temperature``; its best ``count`` hypotheses, best first, loops cut."""
         from faster_whisper.transcribe import get_suppressed_tokens
 
         opts = self.options
         model = self._model
-        encoded = self._encode(samples, window)
         tokenizer = self._tokenizer(language)
         timestamps = window < FULL_WINDOW_S  # to drop what is decoded past the audio
         prompt = list(tokenizer.sot_sequence)
@@ -288,19 +318,27 @@ class WhisperCt2Asr:
             prompt = [tokenizer.sot_prev, *words, *prompt]
         if not timestamps:
             prompt.append(tokenizer.no_timestamps)
+        budget = max_new_tokens(seconds, model.max_length - len(prompt))
+        if temperature > 0:
+            search = {
+                "beam_size": 1,
+                "num_hypotheses": max(opts.best_of, count),
+                "sampling_topk": 0,
+                "sampling_temperature": temperature,
+            }
+        else:
+            search = {"beam_size": max(opts.beam_size, count), "num_hypotheses": count}
         result = model.model.generate(
             encoded,
             [prompt],
-            beam_size=max(opts.beam_size, count),
-            num_hypotheses=count,
-            max_length=len(prompt) + max_new_tokens(seconds, model.max_length - len(prompt)),
+            max_length=len(prompt) + budget,
             return_scores=True,
             return_no_speech_prob=True,
             suppress_blank=True,
             suppress_tokens=list(get_suppressed_tokens(tokenizer, [-1])),
+            **search,
         )[0]
-        hypotheses = []
-        dropped = 0
+        decoded = []
         for tokens, score in zip(result.sequences_ids, result.scores, strict=True):
             avg_logprob = score * len(tokens) / (len(tokens) + 1)
             if timestamps:
@@ -309,10 +347,23 @@ class WhisperCt2Asr:
                 )
             else:
                 text, cut = first_sentences(tokenizer.decode(tokens))
-            if not hypotheses:
-                dropped = int(cut)
-            hypotheses.append(Hypothesis(text, float(avg_logprob)))
-        return unique(hypotheses), float(result.no_speech_prob), dropped
+            decoded.append((float(avg_logprob), text, int(cut), tokens))
+        decoded.sort(key=lambda d: -d[0])  # samples come in no particular order
+        avg_logprob, _, dropped, tokens = decoded[0]
+        text_tokens = [t for t in tokens if t < tokenizer.eot]
+        loop = ""
+        if len(tokens) >= budget:
+            loop = "spent its whole token budget (a loop)"
+        elif repetitive(text_tokens):
+            loop = f"a loop: {len(set(text_tokens))} distinct of {len(text_tokens)} tokens"
+        return Decode(
+            unique([Hypothesis(text, lp) for lp, text, _, _ in decoded])[:count],
+            float(result.no_speech_prob),
+            dropped,
+            temperature,
+            compression_ratio(tokenizer.decode(text_tokens)),
+            loop,
+        )
 
     def _long_form(
         self,
@@ -328,6 +379,8 @@ class WhisperCt2Asr:
             language=language,
             task=opts.task,
             beam_size=opts.beam_size,
+            best_of=opts.best_of,
+            temperature=[0.0, *opts.temperatures],
             vad_filter=opts.vad_filter,
             no_speech_threshold=opts.no_speech_threshold,
             log_prob_threshold=opts.log_prob_threshold,

@@ -13,13 +13,14 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 from hassil import Intents, RecognizeResult, merge_dict, recognize_best
 from pydantic import BaseModel, ConfigDict, Field
-from voiced_plugins.intent_hassil import languages
+from voiced_plugins.intent_hassil import homophones, languages
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
 from voiced_plugins.intent_hassil.repair import GraphTooLarge, SentenceGraph, choose_repair
@@ -27,12 +28,15 @@ from voiced_plugins.intent_hassil.repair import GraphTooLarge, SentenceGraph, ch
 from voiced.api.app import RunContext
 from voiced.api.hooks import hookimpl
 from voiced.api.intents import Intent, Transcript
-from voiced.api.languages import counts_characters
+from voiced.api.languages import counts_characters, primary
 
 log = logging.getLogger(__name__)
 
 CUSTOM_SENTENCE = "hass_custom_sentence"  # metadata key Home Assistant gives custom sentences
 FUZZY_CUTOFF = 0.75
+SOUND_READINGS = 32
+"""Homophone rewritings of one Mandarin utterance tried against the templates (fewest words
+first; each is a strict hassil match, ~1-5 ms)."""
 GLUE_WORDS = frozenset(
     ("the", "a", "an", "my", "our", "your", "in", "on", "at", "of", "to", "for", "and",
      "is", "are", "all", "every", "this", "that")
@@ -105,6 +109,8 @@ class HassilIntent:
         self.sentence_files: list[Path] = []
         self._known_names: list[str] = []
         self.graph: SentenceGraph | None = None
+        self.sounds: homophones.SoundIndex | None = None  # Mandarin: words by their pinyin
+        self._template_words: set[str] = set()
         self._repairs: dict[tuple[str, str], Intent | None] = {}  # the engine asks twice
         self.language = "en"  # home-assistant-intents' name of this grammar's language
         self.grammars: dict[str, HassilIntent] = {}  # every language loaded, this one too
@@ -138,6 +144,8 @@ class HassilIntent:
             if languages.file_is_for(path, language, first):
                 merge_dict(data, _custom_sentences(path))
         self.intents = Intents.from_dict(data)
+        if primary(language) == "zh" and homophones.available():
+            self._template_words = homophones.words_of(_template_texts(data))
         self.use_home(self.home, wait=True)
         self.responses = data.get("responses", {}).get("intents", {})
         self.errors = data.get("responses", {}).get("errors", {})
@@ -177,6 +185,9 @@ class HassilIntent:
             self.intents.slot_lists.update(self.home.slot_lists())
             if self.options.repair:
                 self._build_graph(wait)
+            if self._template_words:
+                names = homophones.words_of(self._known_names)
+                self.sounds = homophones.SoundIndex.of(self._template_words | names)
         self._repairs.clear()
 
     def _build_graph(self, wait: bool) -> None:
@@ -280,6 +291,8 @@ class HassilIntent:
         confidence = 1.0
         if result is None and self.options.fuzzy:
             result, confidence = self._recognize_fuzzy(cleaned, intent_context)
+        if result is None and self.sounds is not None and self.options.repair:
+            return self._by_sound(text, cleaned, intent_context)
         if result is None:
             return self._repaired(text, cleaned, intent_context) if self.graph else None
         return self._to_intent(text, result, confidence)
@@ -330,6 +343,37 @@ class HassilIntent:
             self._repairs.clear()
         self._repairs[key] = intent
         return intent
+
+    def _by_sound(self, text: str, cleaned: str, intent_context: dict[str, Any]) -> Intent | None:
+        """Mandarin written with other characters of the same sound (homophones.py): the one
+        meaning that rewritings of ``cleaned`` match strictly, on something the home has."""
+        key = ("sound:" + cleaned, repr(sorted(intent_context.items())))
+        if key in self._repairs:
+            found = self._repairs[key]
+            return None if found is None else dataclasses.replace(found, text=text)
+        assert self.sounds is not None
+        heard = homophones.run_together(cleaned)
+        found: Intent | None = None
+        if len(heard) < homophones.MIN_SYLLABLES:
+            return None
+        for index, reading in enumerate(self.sounds.readings(heard)):
+            if index >= SOUND_READINGS:
+                break
+            intent = self._strict(reading, intent_context, text)
+            if intent is None:
+                continue
+            if found is not None and _meaning(found) != _meaning(intent):
+                found = None  # two readings, two actions: neither
+                break
+            if found is None:
+                found = intent
+                found.data["fuzzy"] = True
+                found.data["homophones"] = {"text": reading, "heard": heard}
+                found = dataclasses.replace(found, confidence=0.8)
+        if len(self._repairs) >= 512:
+            self._repairs.clear()
+        self._repairs[key] = found
+        return found
 
     def _strict(
         self, candidate: str, intent_context: dict[str, Any], text: str = ""
@@ -527,6 +571,18 @@ def intent_slots(data: dict[str, Any]) -> dict[str, list[str]]:
             for sentence in item.get("sentences") or []:
                 slots |= refs(sentence, rules)
     return {name: sorted(slots) for name, slots in sorted(found.items())}
+
+
+def _template_texts(data: dict[str, Any]) -> Iterator[str]:
+    """Every piece of template text of a grammar: sentences, expansion rules, list values."""
+    yield from (data.get("expansion_rules") or {}).values()
+    for intent in (data.get("intents") or {}).values():
+        for item in intent.get("data") or []:
+            yield from item.get("sentences") or []
+            yield from (item.get("expansion_rules") or {}).values()
+    for spec in (data.get("lists") or {}).values():
+        for value in (spec or {}).get("values") or []:
+            yield str(value.get("in", "")) if isinstance(value, dict) else str(value)
 
 
 def _sentence_graph(intents: Intents, language: str) -> SentenceGraph | None:

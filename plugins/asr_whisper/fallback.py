@@ -1,0 +1,116 @@
+"""Temperature fallback for the short decode, as Whisper and faster-whisper do it.
+
+A greedy (or beam) decode that fails Whisper's thresholds — its text compresses too well (a
+loop), or its average log-probability is too low — is decoded again by sampling at rising
+temperatures (0.2 ... 1.0, ``best_of`` samples each) until one passes. When none passes,
+the decode kept is the most probable one among those that do not loop (faster-whisper's
+rule), else the most probable of all.
+
+Two things differ from faster-whisper's long-form loop, both because a command is short and
+its decode has a token budget (``common.max_new_tokens``): a loop ends (or is cut) long before
+its text compresses well ("1-1-2-3-3-4-3-4-3-4-4-4-4-4-4-", Whisper base on espeak-ng's
+"关闭卧室的灯", compresses 1.4x, not 2.4x), so a decode that spends its whole budget, or whose
+tokens are mostly the same few (``repetitive``), counts as a loop too; and the compression
+ratio is taken on the text as decoded, before the loop guard (``segments.py``) cut it.
+
+Silence is not retried: a decode with a no-speech probability above ``no_speech_threshold``
+and a low log-probability is no speech (Whisper's rule), whatever the temperature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .choose import Hypothesis
+from .common import WhisperOptions
+
+DEFAULT_TEMPERATURES = (0.2, 0.4, 0.6, 0.8, 1.0)
+LOOP_MIN_TOKENS = 12
+LOOP_MAX_DISTINCT = 1 / 3
+"""A decode of at least LOOP_MIN_TOKENS text tokens of which at most this share are distinct
+is a loop (sentences in any language measured: 0.6-1.0 distinct)."""
+
+
+def repetitive(tokens: Sequence[int]) -> bool:
+    """Whether text tokens are a loop too short for the compression ratio to tell."""
+    return len(tokens) >= LOOP_MIN_TOKENS and len(set(tokens)) <= len(tokens) * LOOP_MAX_DISTINCT
+
+
+@dataclass(frozen=True)
+class Decode:
+    """One decode of an utterance: its hypotheses (best first) and what judges it."""
+
+    hypotheses: list[Hypothesis]
+    no_speech_prob: float
+    dropped: int = 0
+    temperature: float = 0.0
+    compression_ratio: float = 0.0
+    """Of the top hypothesis's text as decoded (before loops were cut)."""
+    loop: str = ""
+    """Why the top hypothesis is a loop the compression ratio misses ("": it isn't)."""
+
+    @property
+    def avg_logprob(self) -> float:
+        return self.hypotheses[0].avg_logprob if self.hypotheses else -float("inf")
+
+    def summary(self, failure: str | None) -> dict[str, Any]:
+        top = self.hypotheses[0].text if self.hypotheses else ""
+        return {
+            "temperature": self.temperature,
+            "text": top,
+            "avg_logprob": round(self.avg_logprob, 3),
+            "compression_ratio": round(self.compression_ratio, 2),
+            **({"failed": failure} if failure else {}),
+        }
+
+
+def failure(decode: Decode, options: WhisperOptions) -> str | None:
+    """Why ``decode`` needs a fallback (None: it passes, or it is silence)."""
+    lp, cr, ns = (
+        options.log_prob_threshold,
+        options.compression_ratio_threshold,
+        options.no_speech_threshold,
+    )
+    low = lp is not None and decode.avg_logprob < lp
+    if ns is not None and decode.no_speech_prob > ns and low:
+        return None  # silence: Whisper does not retry it either
+    if decode.loop:
+        return decode.loop
+    if cr is not None and decode.compression_ratio > cr:
+        return f"compression ratio {decode.compression_ratio:.2f} > {cr}"
+    if low:
+        return f"avg log-prob {decode.avg_logprob:.2f} < {lp}"
+    return None
+
+
+def best_of_failed(decodes: Sequence[Decode], options: WhisperOptions) -> Decode:
+    """faster-whisper's pick when every temperature failed: the most probable decode that
+    does not loop, else the most probable of all."""
+    cr = options.compression_ratio_threshold
+    looping = [bool(d.loop) or (cr is not None and d.compression_ratio > cr) for d in decodes]
+    fine = [d for d, loops in zip(decodes, looping, strict=True) if not loops]
+    return max(fine or decodes, key=lambda d: d.avg_logprob)
+
+
+def with_fallback(
+    first: Decode,
+    temperatures: Sequence[float],
+    options: WhisperOptions,
+    decode_at: Callable[[float], Decode],
+) -> tuple[Decode, list[dict[str, Any]]]:
+    """The decode to go on with, and what each temperature tried gave (empty: no fallback)."""
+    why = failure(first, options)
+    if why is None or not temperatures:
+        return first, []
+    tried = [first.summary(why)]
+    decodes = [first]
+    for temperature in temperatures:
+        decode = decode_at(temperature)
+        why = failure(decode, options)
+        tried.append(decode.summary(why))
+        decodes.append(decode)
+        if why is None:
+            return decode, tried
+    return best_of_failed(decodes, options), tried
