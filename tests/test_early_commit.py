@@ -80,6 +80,28 @@ async def test_a_complete_command_is_answered_from_the_speculative_transcript(tm
     assert events.of("vad-end")[0].data["stream_time"] < speech_end + 0.6  # not 0.7 s later
 
 
+async def test_the_commit_waits_for_the_commit_pause_though_the_guess_began_sooner(tmp_path):
+    # The speculative pass starts after 0.1 s of silence, so that it is ready when the pause
+    # reaches early_commit_pause (0.25 s); the utterance never ends before that pause.
+    events, speculations = await listen(spoken(tmp_path / "one.wav", "Turn on the desk lamp."))
+    assert reasons(events) == ["early-commit"] and speculations["committed"] == 1
+    speech_end = 0.4 + len(steady_piper("Turn on the desk lamp.")) / 32000 - 0.4
+    assert events.of("vad-end")[0].data["stream_time"] >= speech_end + 0.25 - 0.03
+
+
+async def test_a_complete_command_then_more_after_a_breath_is_not_acted_on_early(tmp_path):
+    # 0.2 s: long enough to be speculated on, too short to commit; what follows makes the
+    # guess stale whether it came back before or after the speaker went on (or the pass had
+    # no room, or overran the utterance: never an early commit either way).
+    wav = spoken(tmp_path / "breath.wav", "Turn on the kitchen lights", 0.2, "and the fan.")
+    events, speculations = await listen(wav)
+    assert speculations["committed"] == 0, speculations
+    assert reasons(events) == ["silence"]
+    (transcript,) = events.of("transcript")
+    assert "fan" in transcript.data["text"].lower() and "early_commit" not in transcript.data
+    assert len(events.runs()) == 1
+
+
 async def test_half_a_command_with_a_pause_inside_waits_for_the_end(tmp_path):
     wav = spoken(tmp_path / "half.wav", "Turn off the kitchen", 0.4, "lights and the fan.")
     events, speculations = await listen(wav)
