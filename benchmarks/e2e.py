@@ -234,6 +234,7 @@ async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], fol
         "channels": item.get("channels"),
         "speculations": main.get("speculations", {}),
         "answer": main["tts-start"].data.get("text") if "tts-start" in main else None,
+        "asr_s": main["transcript"].data.get("asr_seconds") if "transcript" in main else None,
         # the first piece came from the speech cache (no synthesis between intent and audio)
         "answer_cached": "tts-audio" in main
         and main["tts-audio"].data.get("time_to_first_audio_s", 1.0) < CACHED_S,
@@ -414,7 +415,7 @@ async def pause_slice(pipeline: Any, recorder: Recorder) -> tuple[list[Row], lis
         rows.append(
             Row(
                 "e2e",
-                f"pause slice (0.3-0.6 s pauses inside, two in a row), early commit "
+                f"pause slice (0.2-0.6 s pauses inside, two in a row), early commit "
                 f"{'on' if on else 'off'}: wrong or premature actions",
                 "actions",
                 len(wrong),
