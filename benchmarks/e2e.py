@@ -34,6 +34,7 @@ from benchmarks.common import CACHE, ROOT, Row, Section, ensure_importable, stat
 from benchmarks.wer import word_error_rate
 
 SITE = "bench"
+CACHED_S = 0.02  # tts-start -> first audio below this: the first piece was not synthesized
 
 
 class Recorder:
@@ -232,6 +233,11 @@ async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], fol
         "rate": item.get("rate"),
         "channels": item.get("channels"),
         "speculations": main.get("speculations", {}),
+        "answer": main["tts-start"].data.get("text") if "tts-start" in main else None,
+        "asr_s": main["transcript"].data.get("asr_seconds") if "transcript" in main else None,
+        # the first piece came from the speech cache (no synthesis between intent and audio)
+        "answer_cached": "tts-audio" in main
+        and main["tts-audio"].data.get("time_to_first_audio_s", 1.0) < CACHED_S,
         "speculative": bool(
             main.get("transcript", {}) and main["transcript"].data.get("speculative")
         ),
@@ -352,16 +358,24 @@ def early_commit_rows(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> li
         for a, b in zip(on, off, strict=True)
         if a.get("vad_reason") == "early-commit" and a.get(key) and b.get(key)
     ]
-    if committed:
-        c_on = statistics.median(a for a, _ in committed)
-        c_off = statistics.median(b for _, b in committed)
+    cached = [
+        (a[key], b[key])
+        for a, b in zip(on, off, strict=True)
+        if a.get("vad_reason") == "early-commit" and a.get("answer_cached") and a.get(key)
+        if b.get(key)
+    ]
+    for what, group in (("committed early", committed), ("committed early, cached answer", cached)):
+        if not group:
+            continue
+        c_on = statistics.median(a for a, _ in group)
+        c_off = statistics.median(b for _, b in group)
         rows.append(
             Row(
                 "e2e",
-                "early commit on / off, the files it committed early: speech end -> first audio",
+                f"early commit on / off, the files {what}: speech end -> first audio",
                 "x",
                 round(c_on / c_off, 3),
-                runs=len(committed),
+                runs=len(group),
                 peer=f"on {c_on * 1000:.0f} ms, off {c_off * 1000:.0f} ms",
             )
         )
@@ -401,7 +415,7 @@ async def pause_slice(pipeline: Any, recorder: Recorder) -> tuple[list[Row], lis
         rows.append(
             Row(
                 "e2e",
-                f"pause slice (0.3-0.6 s pauses inside, two in a row), early commit "
+                f"pause slice (0.2-0.6 s pauses inside, two in a row), early commit "
                 f"{'on' if on else 'off'}: wrong or premature actions",
                 "actions",
                 len(wrong),
@@ -442,7 +456,10 @@ async def run(
                     f"  e2e early={'on ' if mode else 'off'} {result['file']:<32} heard "
                     f"{result['heard']!r:<48} intent {'ok' if result['intent_ok'] else 'MISS'} "
                     f"{result.get('vad_reason')} speech end -> first audio "
-                    f"{1000 * (result.get('speech_end_to_first_audio') or float('nan')):.0f} ms",
+                    f"{1000 * (result.get('speech_end_to_first_audio') or float('nan')):.0f} ms"
+                    f" answer {result.get('answer')!r}"
+                    f"{' (cached)' if result['answer_cached'] else ''}"
+                    f" {result.get('speculations')}",
                     file=sys.stderr,
                 )
         if compare:

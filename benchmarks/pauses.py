@@ -46,6 +46,11 @@ ITEMS: list[tuple[str, list[str | float], list[str]]] = [
         ["Turn on the desk lamp.", "Turn off the bedroom fan."],
     ),
     ("complete", ["Turn on the TV."], ["Turn on the TV."]),
+    (
+        "complete … breath … more",  # speculated on (0.1 s), too short to commit (0.25 s)
+        ["Turn on the kitchen lights", 0.2, "and the fan."],
+        ["Turn on the kitchen lights and the fan."],
+    ),
 ]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from pipeline_helpers import EventRecorder, overrides, run_pipeline
-from speech import silence, steady_piper
+from speech import espeak, silence, steady_piper
 
 from voiced.audio import write_wav
 from voiced.hookspecs import hookimpl
@@ -77,13 +77,37 @@ async def test_a_complete_command_is_answered_from_the_speculative_transcript(tm
         "tts-start", "tts-audio", "tts-end", "playback-end", "run-end",
     ]  # fmt: skip
     speech_end = 0.4 + len(steady_piper("Turn on the desk lamp.")) / 32000 - 0.4
-    assert events.of("vad-end")[0].data["stream_time"] < speech_end + 0.6  # not 0.7 s later
+    # before the 0.7 s of silence the normal endpoint waits for (the pass takes its time)
+    assert events.of("vad-end")[0].data["stream_time"] < speech_end + 0.7
+
+
+async def test_the_commit_waits_for_the_commit_pause_though_the_guess_began_sooner(tmp_path):
+    # The speculative pass starts after 0.1 s of silence, so that it is ready when the pause
+    # reaches early_commit_pause (0.25 s); the utterance never ends before that pause.
+    events, speculations = await listen(spoken(tmp_path / "one.wav", "Turn on the desk lamp."))
+    assert reasons(events) == ["early-commit"] and speculations["committed"] == 1
+    speech_end = 0.4 + len(steady_piper("Turn on the desk lamp.")) / 32000 - 0.4
+    assert events.of("vad-end")[0].data["stream_time"] >= speech_end + 0.25 - 0.03
+
+
+async def test_a_complete_command_then_more_after_a_breath_is_not_acted_on_early(tmp_path):
+    # 0.2 s: long enough to be speculated on, too short to commit; what follows makes the
+    # guess stale whether it came back before or after the speaker went on (or the pass had
+    # no room, or overran the utterance: never an early commit either way).
+    wav = spoken(tmp_path / "breath.wav", "Turn on the kitchen lights", 0.2, "and the fan.")
+    events, speculations = await listen(wav)
+    assert speculations["committed"] == 0, speculations
+    assert reasons(events) == ["silence"]
+    (transcript,) = events.of("transcript")
+    assert "fan" in transcript.data["text"].lower() and "early_commit" not in transcript.data
+    assert len(events.runs()) == 1
 
 
 async def test_half_a_command_with_a_pause_inside_waits_for_the_end(tmp_path):
     wav = spoken(tmp_path / "half.wav", "Turn off the kitchen", 0.4, "lights and the fan.")
     events, speculations = await listen(wav)
-    assert speculations["incomplete"] >= 1  # "turn off the kitchen" was heard, and waited
+    # "turn off the kitchen" was heard and waited (or, on a busy machine, came back too late)
+    assert speculations["incomplete"] + speculations["stale"] >= 1
     assert reasons(events) == ["silence"]  # the pause after "kitchen" committed nothing
     (transcript,) = events.of("transcript")
     assert "fan" in transcript.data["text"].lower()
@@ -95,7 +119,7 @@ async def test_half_a_command_with_a_pause_inside_waits_for_the_end(tmp_path):
 async def test_a_timer_with_a_pause_before_its_duration_is_set_once_complete(tmp_path):
     wav = spoken(tmp_path / "timer.wav", "Set a timer for", 0.4, "five minutes.")
     events, speculations = await listen(wav)
-    assert speculations["incomplete"] >= 1  # "set a timer for" waited
+    assert speculations["incomplete"] + speculations["stale"] >= 1  # "set a timer for" waited
     assert len(events.of("vad-end")) == 1
     (intent,) = events.of("intent")
     assert (intent.data["name"], intent.data["slots"]) == ("HassStartTimer", {"minutes": 5})
@@ -170,3 +194,36 @@ async def test_free_speech_heard_during_the_pause_still_gets_the_full_pass(tmp_p
     assert speculations["reused"] == 0  # no strict command in the draft: transcribed again
     (transcript,) = events.of("transcript")
     assert "speculative" not in transcript.data
+
+
+class HassilApp:
+    """The daemon's stage lookup, all the Whisper engine asks of it (its judge of commands)."""
+
+    def __init__(self) -> None:
+        from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
+
+        self.intent = HassilIntent(HassilOptions(home=HOME, sentences=[]))
+        self.intent.load()
+
+    def stage(self, kind: str, name: str | None = None) -> Any:
+        return self.intent if kind == "intent" else None
+
+
+def test_the_speculative_reading_picks_a_command_from_the_n_best_as_the_endpoint_does():
+    # tiny.en's top reading of this espeak voice is "open for living room blinds": the pass
+    # during a pause decodes the same N-best as the endpoint's and takes the command in it
+    # (it only leaves out the slower repairs: rescoring, the prompted retry).
+    from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
+
+    engine = WhisperCt2Asr(WhisperCt2Options(), HassilApp())
+    engine.load()
+    try:
+        audio = espeak("open the living room blinds", "en-us", 175)
+        draft = engine.draft(audio)
+        full = engine.transcribe(audio)
+    finally:
+        engine.close()
+    top = draft.data["hypotheses"][0]["text"]
+    assert "for living room" in top  # the slip is real
+    assert draft.data["hypothesis"]["index"] > 0 and not draft.data["hypothesis"]["retried"]
+    assert draft.text == full.text == "open the living room blinds."

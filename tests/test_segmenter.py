@@ -115,7 +115,7 @@ def test_an_utterance_reaches_back_to_the_first_word_across_short_pauses():
 
 
 def test_a_short_pause_inside_an_utterance_is_reported_once_with_the_audio_so_far():
-    config = VadConfig(speech_seconds=0.1, early_commit_pause=0.25)
+    config = VadConfig(speech_seconds=0.1, speculate_pause=0.1, early_commit_pause=0.25)
     segmenter = UtteranceSegmenter(LoudnessVad(), config)
     events = feed_in_chunks(
         segmenter, tone(0.5) + silence(0.4) + tone(0.5) + silence(1.0), pauses=True
@@ -125,7 +125,7 @@ def test_a_short_pause_inside_an_utterance_is_reported_once_with_the_audio_so_fa
         "SpeechStarted", "SpeechPaused", "SpeechPaused", "SpeechEnded"
     ]  # fmt: skip
     first, second = (e for e in events if isinstance(e, SpeechPaused))
-    assert abs(len(first.audio) / 32000 - 0.75) < 0.05  # 0.5 s of speech + 0.25 s of pause
+    assert abs(len(first.audio) / 32000 - 0.6) < 0.05  # 0.5 s of speech + 0.1 s of pause
     assert first.pause != second.pause  # speech resumed in between: the first is stale
     (ended,) = (e for e in events if isinstance(e, SpeechEnded))
     assert ended.pause == second.pause  # it ended in the second pause: nothing said after it
@@ -149,3 +149,31 @@ def test_commit_ends_the_utterance_now_with_what_was_heard():
     assert ended.reason == "early-commit" and abs(ended.seconds - 0.8) < 0.05
     assert not segmenter.in_speech and segmenter.pause != paused.pause
     assert segmenter.feed(silence(1.0)) == []  # the silence that follows ends nothing
+
+
+def test_a_pause_is_speculated_on_early_but_may_end_the_utterance_only_later():
+    config = VadConfig(speech_seconds=0.1, speculate_pause=0.1, early_commit_pause=0.25)
+    segmenter = UtteranceSegmenter(LoudnessVad(), config)
+    events = segmenter.feed(tone(0.5) + silence(0.15))
+    paused = next(e for e in events if isinstance(e, SpeechPaused))
+    assert segmenter.pausing and not segmenter.paused  # heard, not yet long enough to commit
+    segmenter.feed(silence(0.1))
+    assert segmenter.paused and segmenter.pause == paused.pause
+
+
+def test_speech_after_a_speculated_pause_makes_it_stale_even_before_the_commit_pause():
+    config = VadConfig(speech_seconds=0.1, speculate_pause=0.1, early_commit_pause=0.25)
+    segmenter = UtteranceSegmenter(LoudnessVad(), config)
+    paused = next(
+        e for e in segmenter.feed(tone(0.5) + silence(0.15)) if isinstance(e, SpeechPaused)
+    )
+    segmenter.feed(tone(0.1) + silence(0.3))  # "... and the fan", then a pause again
+    assert segmenter.paused and segmenter.pause != paused.pause
+
+
+def test_the_speculation_never_starts_after_the_commit_pause():
+    config = VadConfig(speech_seconds=0.1, speculate_pause=0.5, early_commit_pause=0.25)
+    segmenter = UtteranceSegmenter(LoudnessVad(), config)
+    events = segmenter.feed(tone(0.5) + silence(0.3))
+    paused = next(e for e in events if isinstance(e, SpeechPaused))
+    assert abs(len(paused.audio) / 32000 - 0.75) < 0.05  # at the commit pause, 0.25 s

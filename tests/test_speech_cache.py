@@ -10,6 +10,7 @@ from pipeline_helpers import EventRecorder, no_config_file, overrides
 from voiced.audio import AudioChunk
 from voiced.daemon import prepare
 from voiced.pipeline import Pipeline
+from voiced.run import CANNOT_DO
 from voiced.speech_cache import SpeechCache, pieces, prewarm
 
 pytestmark = pytest.mark.slow
@@ -108,6 +109,7 @@ async def test_the_daemon_caches_its_fixed_answers_after_it_is_ready_and_uses_th
         assert kept == pipeline.speech_cache.fixed > 40  # HA's fixed answers for this home
         not_understood = settings.pipeline.not_understood  # and the daemon's own
         assert pipeline.speech_cache.has(pipeline.tts.active, not_understood)
+        assert pipeline.speech_cache.has(pipeline.tts.active, CANNOT_DO)  # no handler for it
         assert not events.of("tts-start")  # the prewarm is no answer: no event for it
         cached = pipeline.speech_cache.get(pipeline.tts.active, "Turned on the lights")
         await pipeline.say("Turned on the lights")

@@ -102,7 +102,13 @@ class VadConfig(Strict):
         True, description="transcribe during a pause; end early on a complete command"
     )
     early_commit_pause: float = Field(
-        0.25, gt=0, description="pause inside an utterance that starts a speculative transcript"
+        0.25, gt=0, description="pause inside an utterance after which it may end early"
+    )
+    speculate_pause: float = Field(
+        0.1,
+        gt=0,
+        description="pause that starts the speculative transcript (at most early_commit_pause): "
+        "it is ready when the commit may come",
     )
     early_commit_recognizers: list[str] = Field(
         ["hassil"], description="recognizers whose strict template matches may commit early"

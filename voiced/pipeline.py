@@ -27,7 +27,15 @@ from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.limits import Admission, CommandRefused, TextTooLong, check_say_text
 from voiced.plugins import PluginError, PluginHost, check_hooks
-from voiced.run import Phase, Run, Speculation, StageFailed, StageTimeout, Utterance
+from voiced.run import (
+    CANNOT_DO,
+    Phase,
+    Run,
+    Speculation,
+    StageFailed,
+    StageTimeout,
+    Utterance,
+)
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
@@ -390,7 +398,8 @@ class Pipeline:
         the daemon has nothing else to do; never fails the daemon."""
         await asyncio.sleep(PREWARM_DELAY)
         await self._idle()  # rendering the templates is Python work too (the GIL)
-        answers = [self.settings.pipeline.not_understood]  # the daemon's own fixed answer
+        # the daemon's own fixed answers: not understood, and no handler for the intent
+        answers = [self.settings.pipeline.not_understood, CANNOT_DO]
         for (kind, name), component in self.components.items():
             if kind != "handler" or not hasattr(component, "fixed_answers"):
                 continue

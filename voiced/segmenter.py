@@ -31,7 +31,7 @@ class SpeechEnded:
 
 @dataclass(frozen=True)
 class SpeechPaused:
-    """A pause of ``early_commit_pause`` inside an utterance: its audio so far, to transcribe
+    """A pause of ``speculate_pause`` inside an utterance: its audio so far, to transcribe
     speculatively. ``pause`` names this pause: it is stale once speech resumes."""
 
     stream_time: float
@@ -46,8 +46,9 @@ class UtteranceSegmenter:
     """Speech starts after ``speech_seconds`` of speech and ends after ``silence_seconds`` of
     silence or at ``max_command_seconds``, so endless audio still yields bounded utterances.
 
-    With ``early_commit``, a shorter pause inside the utterance gives ``SpeechPaused``; the
-    site may then ``commit()`` the utterance before the full silence has passed.
+    With ``early_commit``, a shorter pause inside the utterance (``speculate_pause``) gives
+    ``SpeechPaused``; once it has lasted ``early_commit_pause`` (``paused``), the site may
+    ``commit()`` the utterance before the full silence has passed.
     """
 
     def __init__(self, vad: Vad, config: VadConfig) -> None:
@@ -79,8 +80,18 @@ class UtteranceSegmenter:
 
     @property
     def paused(self) -> bool:
-        """In an utterance, and silent for at least ``early_commit_pause``."""
+        """In an utterance, and silent for at least ``early_commit_pause``: it may end early."""
         return self._in_speech and self._silence_run >= self.config.early_commit_pause
+
+    @property
+    def pausing(self) -> bool:
+        """In an utterance, and silent for at least ``speculate_pause``: a pause to speculate on."""
+        return self._in_speech and self._silence_run >= self.speculate_after
+
+    @property
+    def speculate_after(self) -> float:
+        """Silence that starts a speculative pass: ``speculate_pause``, at most the commit's."""
+        return min(self.config.speculate_pause, self.config.early_commit_pause)
 
     def snapshot(self) -> SpeechPaused:
         """The utterance so far, as a pause to speculate on (call only while ``in_speech``)."""
@@ -149,13 +160,13 @@ class UtteranceSegmenter:
             return None
         self._utterance.append(frame)
         if is_speech:
-            if self._silence_run >= self.config.early_commit_pause:
+            if self._silence_run >= self.speculate_after:
                 self._pause += 1  # speech resumed: what was heard in that pause is stale
             self._silence_run = 0.0
         else:
             before = self._silence_run
             self._silence_run += self.frame_seconds
-            pause = self.config.early_commit_pause
+            pause = self.speculate_after
             if (
                 self.config.early_commit
                 and before < pause <= self._silence_run < self.config.silence_seconds

@@ -62,6 +62,9 @@ class Site(SiteRuns):
         # The last speculation heard in full but not committed: (run, pause, speculation).
         # If the utterance then ends in that same pause, it is the normal transcript.
         self._heard: tuple[Run, int, Speculation] | None = None
+        # A complete command heard before the pause was long enough to commit: committed
+        # once the pause reaches ``early_commit_pause``, dropped if speech resumes first.
+        self._ready: tuple[Run, int, Speculation] | None = None
         # How pauses went: started, no-room, stale, incomplete, committed (benchmarks, tests).
         self.speculations: Counter[str] = Counter()
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
@@ -118,6 +121,8 @@ class Site(SiteRuns):
                 self._on_speech_pause(event)
             else:
                 await self._on_speech_end(event)
+        if self._ready is not None:
+            self._commit_ready()
         if self._stream is not None and self.segmenter.in_speech:
             self._stream.send(self.segmenter.utterance_since(self._stream.sent))
         if (
@@ -222,6 +227,7 @@ class Site(SiteRuns):
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
+        self._ready = None  # the endpoint came first: _same_audio reuses it if it may
         speculation = self._same_audio(event)
         stream, self._stream = self._stream, None
         if stream is not None and speculation is None:
@@ -286,7 +292,7 @@ class Site(SiteRuns):
         # Heard as the normal endpoint would hear it if the speaker stopped here: with the
         # rest of the silence (Whisper hears a clipped ending differently, worse).
         config = self.segmenter.config
-        rest = max(0.0, config.silence_seconds - config.early_commit_pause)
+        rest = max(0.0, config.silence_seconds - self.segmenter.speculate_after)
         padded = pause.audio + bytes(2 * round(rest * PIPELINE_FORMAT.rate))
         try:
             speculation = await self.speculate(run, padded)
@@ -296,9 +302,9 @@ class Site(SiteRuns):
             self.speculations["no-room"] += 1
             return
         self.speculations["started"] += 1
-        if not self._still_paused(run, pause.pause):
+        if not self._unchanged(run, pause.pause):
             self.speculations["stale"] += 1
-            if self._still_paused(run) and self.segmenter.pause != pause.pause:
+            if self._unchanged(run) and self.segmenter.pause != pause.pause:
                 self._on_speech_pause(self.segmenter.snapshot())  # a newer pause, unheard
             return  # speech resumed (or the utterance ended): dropped without a trace
         recognizers = self.segmenter.config.early_commit_recognizers
@@ -308,22 +314,37 @@ class Site(SiteRuns):
             speculation.transcript.text,
             speculation.intent.to_dict() if speculation.intent else "no intent",
         )
+        self._heard = (run, pause.pause, speculation)
         if not complete_command(speculation.intent, speculation.transcript.text, recognizers):
             self.speculations["incomplete"] += 1
-            self._heard = (run, pause.pause, speculation)
             return  # free speech or half a command: the normal endpoint decides
+        self._ready = (run, pause.pause, speculation)
+        self._commit_ready()  # now if the pause is long enough, else when it is (feed)
+
+    def _commit_ready(self) -> None:
+        """Commit the complete speculation waiting for its pause to reach
+        ``early_commit_pause``; drop it once speech resumed or the run is no longer heard."""
+        assert self._ready is not None and self.commit_early is not None
+        run, pause, speculation = self._ready
+        if not self._unchanged(run, pause):
+            self._ready = None
+            self.speculations["stale"] += 1
+            return
+        if not self.segmenter.paused:
+            return  # the pause is still too short to tell an end from a breath
+        self._ready = self._heard = None
         self.speculations["committed"] += 1
         self._speech_ended(self.segmenter.commit("early-commit"))
         self.commit_early(run, speculation)
 
-    def _still_paused(self, run: Run, pause: int | None = None) -> bool:
+    def _unchanged(self, run: Run, pause: int | None = None) -> bool:
         """The run is still being heard, in a pause, and (``pause``) nothing was said since."""
         return (
             run is self.current
             and not run.ended
             and not self.muted
             and self.segmenter.config.early_commit
-            and self.segmenter.paused
+            and self.segmenter.pausing
             and (pause is None or self.segmenter.pause == pause)
         )
 

@@ -112,7 +112,7 @@ class Asr(Stage, Protocol):
         """16 kHz mono 16-bit PCM of one utterance -> its text (runs in a worker thread).
 
         Optional: a keyword ``call: StageCall`` (the run it serves: a pool keys its jobs by
-        it); ``draft(audio, language)``, a quicker first reading (no N-best, no retry)
+        it); ``draft(audio, language)``, a quicker first reading (no rescoring, no retry)
         that the early-commit speculation during a pause uses when the engine offers it."""
 
 

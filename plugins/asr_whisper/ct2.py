@@ -139,8 +139,9 @@ class WhisperCt2Asr:
         return self._decode(samples, language)
 
     def draft(self, audio: bytes, language: str | None = None) -> Transcript:
-        """A quick first reading (greedy, no N-best, no prompted retry): the speculative pass
-        during a pause must come back before the speaker goes on."""
+        """A quick first reading (the N-best and its choice of a command, but no rescoring and
+        no prompted retry): the speculative pass during a pause must come back before the
+        speaker goes on, and hear a command as the endpoint's pass would."""
         if self._model is None:
             raise RuntimeError(f"{self.name}: draft() before load()")
         language = pinned(self.name, language, self.options.language, self.multilingual)
@@ -177,7 +178,7 @@ class WhisperCt2Asr:
             language, probability = self._detect(samples)
             data["language_probability"] = probability
         window = window_seconds(seconds, opts)
-        checker = None if warmup or quick else checker_of(self.app, language)
+        checker = None if warmup else checker_of(self.app, language)
         count = self.options.hypotheses if checker is not None else 1  # N-best needs a judge
         encoded: Any = self._encode(samples, window)
         decode = self._generate(encoded, seconds, window, language, count=count)
@@ -204,7 +205,8 @@ class WhisperCt2Asr:
         won = None
         rescored: dict[str, Any] | None = None
         unmatched_speech = (
-            checker is not None
+            not quick
+            and checker is not None
             and not choice.command
             and bool(chosen.text.strip())
             and not judge(chosen.text, chosen.avg_logprob, no_speech_prob, opts).no_speech
