@@ -15,7 +15,8 @@ import pytest
 from pipeline_helpers import EventRecorder, overrides, run_pipeline
 from speech import espeak, silence, steady_piper
 
-from voiced.audio import write_wav
+from benchmarks.pauses import trimmed
+from voiced.audio import PIPELINE_FORMAT, float_to_pcm16, pcm_to_float, write_wav
 from voiced.hookspecs import hookimpl
 
 pytestmark = pytest.mark.slow
@@ -24,13 +25,19 @@ HOME = str(Path(__file__).parents[1] / "config" / "home.yaml")
 
 
 def spoken(path: Path, *parts: str | float) -> Path:
-    """A WAV of Piper phrases and pauses (floats: seconds of silence) with 1.2 s at the end."""
-    pad = len(silence(0.2))  # steady_piper's own silence on either side
+    """A WAV of Piper phrases and pauses (floats: seconds of silence) with 1.2 s at the end;
+    each phrase is trimmed of its edge silence (Piper's own tail is ~0.08 s), so a pause is
+    the silence the VAD hears, as in the benchmark's slice."""
     audio = silence(0.4)
     for part in parts:
-        audio += silence(part) if isinstance(part, float) else steady_piper(part)[pad:-pad]
+        audio += silence(part) if isinstance(part, float) else phrase(part)
     write_wav(path, audio + silence(1.2))
     return path
+
+
+def phrase(text: str) -> bytes:
+    """Piper's speech of ``text`` from its first to its last sound."""
+    return float_to_pcm16(trimmed(pcm_to_float(steady_piper(text), PIPELINE_FORMAT)))
 
 
 async def listen(
@@ -76,7 +83,7 @@ async def test_a_complete_command_is_answered_from_the_speculative_transcript(tm
         "run-start", "vad-start", "vad-end", "transcript", "intent", "handled",
         "tts-start", "tts-audio", "tts-end", "playback-end", "run-end",
     ]  # fmt: skip
-    speech_end = 0.4 + len(steady_piper("Turn on the desk lamp.")) / 32000 - 0.4
+    speech_end = 0.4 + len(phrase("Turn on the desk lamp.")) / 32000
     # before the 0.7 s of silence the normal endpoint waits for (the pass takes its time)
     assert events.of("vad-end")[0].data["stream_time"] < speech_end + 0.7
 
@@ -86,7 +93,7 @@ async def test_the_commit_waits_for_the_commit_pause_though_the_guess_began_soon
     # reaches early_commit_pause (0.25 s); the utterance never ends before that pause.
     events, speculations = await listen(spoken(tmp_path / "one.wav", "Turn on the desk lamp."))
     assert reasons(events) == ["early-commit"] and speculations["committed"] == 1
-    speech_end = 0.4 + len(steady_piper("Turn on the desk lamp.")) / 32000 - 0.4
+    speech_end = 0.4 + len(phrase("Turn on the desk lamp.")) / 32000
     assert events.of("vad-end")[0].data["stream_time"] >= speech_end + 0.25 - 0.03
 
 
