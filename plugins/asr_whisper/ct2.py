@@ -30,6 +30,7 @@ from .common import (
     too_quiet,
     window_seconds,
 )
+from .constrained import GrammarCache, WithConstrained, commands_found
 from .language import check_languages, pinned
 from .models import ModelError, load_error, resolve_ct2
 from .rescore import forced_scores, pick_rescored, rescorer_of
@@ -58,6 +59,11 @@ class WhisperCt2Options(WhisperOptions):
         description="when no hypothesis is a command: score this home's sentences a word or "
         "two from them against the audio; one that nearly says it, alone, wins (rescore.py)",
     )
+    home_constrained: bool = Field(
+        True,
+        description="with home_rescore: also search Whisper's decoder within this home's "
+        "sentences (its word graph) and hand the commands found to the rescoring (constrained.py)",
+    )
     home_retry: bool = Field(
         True,
         description="when no hypothesis is a command: decode again with the full window and "
@@ -78,6 +84,7 @@ class WhisperCt2Asr:
         self.reason = ""
         self._model: Any = None
         self._tokenizers: dict[tuple[str | None, str], Any] = {}
+        self._grammars: dict[str | None, GrammarCache] = {}
 
     def load(self) -> None:
         try:
@@ -181,6 +188,7 @@ class WhisperCt2Asr:
         rescorer = rescorer_of(checker) if unmatched_speech and opts.home_rescore else None
         encoded: Any = None
         known: dict[str, float] = {}  # forced scores on this audio: the second round reuses them
+        constrained: dict[str, list[str]] = {}  # the constrained search runs once per audio
 
         def rescore(heard: list[Hypothesis]) -> Hypothesis | None:
             """The home's sentence near ``heard`` the audio says (rescore.py), if any."""
@@ -198,8 +206,32 @@ class WhisperCt2Asr:
                     known.update(zip(new, values, strict=True))
                 return [known[t] for t in texts]
 
-            picked, reason = pick_rescored([h.text for h in heard], rescorer, score)
+            texts = [h.text for h in heard]
+            judge_with: Any = rescorer
+            grammar = (
+                self._grammars.setdefault(language, GrammarCache()).get(
+                    rescorer, self._tokenizer(language)
+                )
+                if opts.home_constrained
+                else None
+            )
+            if grammar is not None:
+                found = constrained.setdefault(
+                    "found",
+                    commands_found(
+                        self._model.model,
+                        self._tokenizer(language),
+                        encoded,
+                        grammar,
+                        [(h.text, h.avg_logprob) for h in hypotheses],
+                        rescorer,
+                    ),
+                )
+                judge_with = WithConstrained(rescorer, found)
+            picked, reason = pick_rescored(texts, judge_with, score)
             rescored = picked.to_dict() if picked is not None else {"why": reason}
+            if "found" in constrained:
+                rescored["constrained"] = constrained["found"]
             if picked is None:
                 return None
             why = "rescored: " + picked.why
