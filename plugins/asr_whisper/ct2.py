@@ -31,6 +31,7 @@ from .common import (
     too_quiet,
     window_seconds,
 )
+from .constrained import GrammarCache, WithConstrained, commands_found
 from .fallback import DEFAULT_TEMPERATURES, Decode, repetitive, with_fallback
 from .language import check_languages, pinned
 from .models import ModelError, load_error, resolve_ct2
@@ -70,6 +71,11 @@ class WhisperCt2Options(WhisperOptions):
     seed: int | None = Field(
         0, description="CTranslate2's random seed, set at load (fallback samples repeat)"
     )
+    home_constrained: bool = Field(
+        True,
+        description="with home_rescore: also search Whisper's decoder within this home's "
+        "sentences (its word graph) and hand the commands found to the rescoring (constrained.py)",
+    )
     home_retry: bool = Field(
         True,
         description="when no hypothesis is a command: decode again with the full window and "
@@ -90,6 +96,7 @@ class WhisperCt2Asr:
         self.reason = ""
         self._model: Any = None
         self._tokenizers: dict[tuple[str | None, str], Any] = {}
+        self._grammars: dict[str | None, GrammarCache] = {}
 
     def load(self) -> None:
         try:
@@ -213,6 +220,7 @@ class WhisperCt2Asr:
         )
         rescorer = rescorer_of(checker) if unmatched_speech and opts.home_rescore else None
         known: dict[str, float] = {}  # forced scores on this audio: the second round reuses them
+        constrained: dict[str, list[str]] = {}  # the constrained search runs once per audio
 
         def rescore(heard: list[Hypothesis]) -> Hypothesis | None:
             """The home's sentence near ``heard`` the audio says (rescore.py), if any."""
@@ -228,8 +236,32 @@ class WhisperCt2Asr:
                     known.update(zip(new, values, strict=True))
                 return [known[t] for t in texts]
 
-            picked, reason = pick_rescored([h.text for h in heard], rescorer, score)
+            texts = [h.text for h in heard]
+            judge_with: Any = rescorer
+            grammar = (
+                self._grammars.setdefault(language, GrammarCache()).get(
+                    rescorer, self._tokenizer(language)
+                )
+                if opts.home_constrained
+                else None
+            )
+            if grammar is not None:
+                found = constrained.setdefault(
+                    "found",
+                    commands_found(
+                        self._model.model,
+                        self._tokenizer(language),
+                        encoded,
+                        grammar,
+                        [(h.text, h.avg_logprob) for h in hypotheses],
+                        rescorer,
+                    ),
+                )
+                judge_with = WithConstrained(rescorer, found)
+            picked, reason = pick_rescored(texts, judge_with, score)
             rescored = picked.to_dict() if picked is not None else {"why": reason}
+            if "found" in constrained:
+                rescored["constrained"] = constrained["found"]
             if picked is None:
                 return None
             why = "rescored: " + picked.why

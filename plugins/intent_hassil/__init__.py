@@ -252,6 +252,11 @@ class HassilIntent:
         intent = self._strict(text, {})
         return None if intent is None else _meaning(intent)
 
+    def command_graph(self) -> SentenceGraph | None:
+        """This home's word graph (which word may follow which), for an engine that decodes
+        within the home's sentences (plugins/asr_whisper/constrained.py); None without one."""
+        return self.graph
+
     def prompt_words(self) -> str:
         """The home's names as a Whisper prompt: areas, floors, then entities."""
         names = [n for a in self.home.areas for n in (a.name, *a.aliases)]

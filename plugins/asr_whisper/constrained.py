@@ -1,0 +1,334 @@
+"""Decoding inside the home's sentences: Whisper's decoder searching only what this home takes.
+
+The idea of Home Assistant's speech-to-phrase and Rhasspy: a closed vocabulary cannot give
+"port slide". The intent stage's word graph (``command_graph``: which word may follow which
+in this home's template sentences, names filled in, ``<#>`` for a number) becomes, per word,
+a trie of the tokens that may spell the next word (" turn", " Turn", digits, "%" glued on).
+A beam search then runs Whisper's decoder on the already computed encoder output, each step
+taking only tokens the trie allows, until a word the graph lets end a sentence is followed by
+the end of text.
+
+What it finds is a *candidate*, never a verdict: the engine hands the finished sentences to
+the home rescoring (rescore.py), which scores them against the audio beside what Whisper
+heard freely and keeps one only when it is a strict command that scores nearly as well as
+the free reading. Chatter is still transcribed freely: the closest home sentence to it
+scores far below what was said.
+
+CTranslate2 has no step-wise decoder call; ``generate`` with the beam's tokens as a prefix
+and ``return_logits_vocab`` gives the next token's logits (one call per step for the whole
+beam, the decoder re-reading the short prefix each time: cheap for a few words).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+START, END, NUMBER, ANY = "<s>", "</s>", "<#>", "<*>"
+BEAM = 6
+"""Hypotheses kept per step."""
+MAX_TOKENS = 32
+"""The longest command searched for, in tokens."""
+RESULTS = 4
+"""Finished sentences handed on (best first)."""
+PRUNE = 1.5
+"""A partial sentence whose mean log-probability a token falls this far below the free
+reading's is dropped (the rescoring takes none more than 0.8 below: this only saves time)."""
+PRUNE_AFTER = 3
+"""Tokens before pruning starts (a misheard first word costs much: "Go" for "turn")."""
+_CONTRACTION = re.compile(r"^(.+?)(s|t|re|ll|ve|d|m)$")
+
+
+@dataclass
+class _Node:
+    children: dict[int, _Node] = field(default_factory=dict)
+    words: set[str] = field(default_factory=set)  # graph words spelled by the path to here
+
+
+class TokenGrammar:
+    """The word graph as token tries: for each word, the tokens that may spell its successor."""
+
+    def __init__(self, following: dict[str, set[str]], numbers: set[str], tokenizer: Any):
+        self.following = following
+        self.numbers = sorted(numbers)
+        self.tokenizer = tokenizer
+        self._spellings: dict[str, list[list[int]]] = {}
+        self._tries: dict[frozenset[str], _Node] = {}
+        self.end_tokens = [
+            t for t in (tokenizer.eot, *(_single(tokenizer, p) for p in ".?!")) if t is not None
+        ]
+        self.comma = _single(tokenizer, ",")
+
+    def after(self, word: str) -> _Node:
+        """The trie of the words that may follow ``word`` (cached per set of successors)."""
+        nxt = frozenset(self.following.get(word, ())) - {END, ANY}
+        if nxt not in self._tries:
+            root = _Node()
+            for successor in nxt:
+                for spelled in self.spellings(successor):
+                    node = root
+                    for token in spelled:
+                        node = node.children.setdefault(token, _Node())
+                    node.words.add(successor)
+            self._tries[nxt] = root
+        return self._tries[nxt]
+
+    def ends(self, word: str) -> bool:
+        return END in self.following.get(word, ())
+
+    def spellings(self, word: str) -> list[list[int]]:
+        """Token sequences Whisper may write ``word`` with: with a leading space, lower or
+        capitalized, apostrophes back in ("whats" -> "what's"); a number as digits or the
+        language's number words; "%" glued to the number before it."""
+        if word not in self._spellings:
+            if word == NUMBER:
+                forms = [str(n) for n in range(101)] + self.numbers
+            elif word == "%":
+                forms = ["%"]
+            else:
+                forms = [word]
+                if match := _CONTRACTION.match(word):
+                    forms.append(f"{match[1]}'{match[2]}")
+            texts = set()
+            for form in forms:
+                if form == "%":
+                    texts.update({"%", " %"})
+                    continue
+                texts.update({" " + form, " " + form[:1].upper() + form[1:]})
+            self._spellings[word] = [t for t in map(self.tokenizer.encode, sorted(texts)) if t]
+        return self._spellings[word]
+
+
+def _single(tokenizer: Any, text: str) -> int | None:
+    tokens = tokenizer.encode(text)
+    return tokens[0] if len(tokens) == 1 else None
+
+
+_AFTER_COMMA = _Node()  # no tokens of its own: after "kitchen," the next word starts afresh
+
+
+@dataclass(frozen=True)
+class _Beam:
+    tokens: tuple[int, ...]
+    logprob: float
+    word: str  # the last whole word (START at first)
+    node: _Node  # where the current word's tokens have got to in the trie after ``word``
+    comma: bool = False
+    pairs: frozenset[tuple[str, str]] = frozenset()  # word pairs said: none twice (no loops)
+
+
+@dataclass(frozen=True)
+class Constrained:
+    """A sentence of the home the decoder found: its text and mean log-probability a token."""
+
+    text: str
+    avg_logprob: float
+
+
+def constrained_decode(
+    model: Any,
+    tokenizer: Any,
+    encoded: Any,
+    grammar: TokenGrammar,
+    beam: int = BEAM,
+    max_tokens: int = MAX_TOKENS,
+    results: int = RESULTS,
+    free_logprob: float = 0.0,
+    first: list[np.ndarray] | None = None,
+) -> list[Constrained]:
+    """The best sentences of the grammar for this audio (``encoded``: the encoder output of
+    one utterance), best first by mean log-probability a token (the end included); the
+    search keeps ``beam`` partial ones by total log-probability for ``max_tokens`` steps,
+    dropping one whose mean falls PRUNE below ``free_logprob`` (Whisper's own reading's).
+    ``first`` (a list) receives the first token's log-probabilities."""
+    import ctranslate2
+
+    if getattr(encoded, "device", "cpu") != "cpu":
+        encoded = encoded.to_device(ctranslate2.Device.cpu)
+    features = np.asarray(encoded)
+    floor = free_logprob - PRUNE
+    prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+    beams = [_Beam((), 0.0, START, grammar.after(START))]
+    done: dict[tuple[int, ...], float] = {}  # finished token sequences -> mean log-probability
+    for step in range(max_tokens):
+        if not beams:
+            break
+        rows = _next_logprobs(model, features, prompt, [b.tokens for b in beams])
+        if step == 0 and first is not None:
+            first.append(rows[0])
+        grown: dict[tuple[Any, ...], _Beam] = {}
+        for b, row in zip(beams, rows, strict=True):
+            for token, word, node, comma, ended in _steps(b, grammar):
+                if token is None:  # the end: "." "?" "!" or end of text, whichever is likeliest
+                    ending = max(float(row[t]) for t in grammar.end_tokens)
+                    mean = (b.logprob + ending) / (len(b.tokens) + 1)
+                    done[b.tokens] = max(done.get(b.tokens, -99.0), mean)
+                    continue
+                pairs = b.pairs
+                if ended:  # a word ended: no word pair twice (the graph's cycles), one comma
+                    pair = (",", ",") if comma else (b.word, word)
+                    if pair in pairs:
+                        continue
+                    pairs = pairs | {pair}
+                logprob = b.logprob + float(row[token])
+                if step >= PRUNE_AFTER and logprob / (step + 1) < floor:
+                    continue  # far below what Whisper heard freely: chatter, stop early
+                new = _Beam((*b.tokens, token), logprob, word, node, comma, pairs)
+                key = (new.tokens, new.word, id(new.node))
+                if key not in grown or grown[key].logprob < new.logprob:
+                    grown[key] = new
+        beams = sorted(grown.values(), key=lambda b: -b.logprob)[:beam]
+    ranked = sorted(done.items(), key=lambda kv: -kv[1])[:results]
+    return [Constrained(tokenizer.decode(list(t)).strip(), mean) for t, mean in ranked]
+
+
+def _steps(b: _Beam, grammar: TokenGrammar) -> list[tuple[int | None, str, _Node, bool, bool]]:
+    """(token or None for the end, last whole word, trie node, is a comma, a word ended)."""
+    steps: list[tuple[int | None, str, _Node, bool, bool]] = [
+        (token, b.word, child, False, False) for token, child in b.node.children.items()
+    ]
+    for word in b.node.words:  # a whole word ends here: the next one may start, or the end
+        after = grammar.after(word).children.items()
+        steps.extend((t, word, child, False, True) for t, child in after)
+        if grammar.ends(word):
+            steps.append((None, word, b.node, False, True))
+        if grammar.comma is not None:
+            steps.append((grammar.comma, word, _AFTER_COMMA, True, True))
+    if b.comma:  # after "kitchen,": the next word of the trie after ``word``
+        after = grammar.after(b.word).children.items()
+        steps.extend((t, b.word, child, False, False) for t, child in after)
+    return steps
+
+
+def _next_logprobs(
+    model: Any, features: np.ndarray, prompt: list[int], prefixes: list[tuple[int, ...]]
+) -> list[np.ndarray]:
+    """The log-probabilities of the token after each prefix (batched, one decoder call)."""
+    import ctranslate2
+
+    longest = max(len(p) for p in prefixes)
+    batch = ctranslate2.StorageView.from_array(
+        np.ascontiguousarray(np.repeat(features, len(prefixes), axis=0))
+    )
+    results = model.generate(
+        batch,
+        [prompt + list(p) for p in prefixes],
+        beam_size=1,
+        # CTranslate2 counts this over the prompt too and returns about half: room for one more
+        max_length=2 * (len(prompt) + longest + 1),
+        return_logits_vocab=True,
+        suppress_blank=False,
+        suppress_tokens=[],
+    )
+    rows = []
+    for prefix, result in zip(prefixes, results, strict=True):
+        logits = np.asarray(result.logits[0], dtype=np.float32)
+        if len(logits) <= len(prefix):
+            raise RuntimeError("CTranslate2 returned no logits past the prefix")
+        row = logits[len(prefix)]
+        top = row.max()
+        rows.append(row - top - np.log(np.exp(row - top).sum()))
+    return rows
+
+
+class GrammarCache:
+    """One token grammar per word graph (the intent stage builds a new graph per home)."""
+
+    def __init__(self) -> None:
+        self._graph: Any = None
+        self._grammar: TokenGrammar | None = None
+
+    def get(self, checker: Any, tokenizer: Any) -> TokenGrammar | None:
+        graph_of = getattr(checker, "command_graph", None)
+        graph = graph_of() if callable(graph_of) else None
+        if graph is None:
+            return None
+        if graph is not self._graph or self._grammar is None:
+            self._grammar = TokenGrammar(graph.following, graph.numbers.words, tokenizer)
+            self._graph = graph
+        return self._grammar
+
+
+class WithConstrained:
+    """A rescorer whose candidates start with the commands the constrained search found."""
+
+    def __init__(self, rescorer: Any, found: list[str]) -> None:
+        self.rescorer = rescorer
+        self.found = found
+
+    def command_candidates(self, texts: list[str]) -> list[str]:
+        return list(dict.fromkeys([*self.found, *self.rescorer.command_candidates(texts)]))
+
+    def command_meaning(self, text: str) -> Any:
+        return self.rescorer.command_meaning(text)
+
+
+def commands_found(
+    model: Any,
+    tokenizer: Any,
+    encoded: Any,
+    grammar: TokenGrammar,
+    heard: list[tuple[str, float]],
+    rescorer: Any,
+) -> list[str]:
+    """The constrained search's sentences that are commands on this home, best first; the
+    search runs a few tokens past the longest reading the decoder gave freely (``heard``:
+    those readings, best first, with their mean log-probabilities)."""
+    longest = max((len(tokenizer.encode(" " + text)) for text, _ in heard), default=8)
+    first: list[np.ndarray] = []
+    found = constrained_decode(
+        model,
+        tokenizer,
+        encoded,
+        grammar,
+        max_tokens=min(MAX_TOKENS, longest + 4),
+        free_logprob=heard[0][1] if heard else 0.0,
+        first=first,
+    )
+    commands = [c.text for c in found if rescorer.command_meaning(c.text) is not None]
+    others = [c.text for c in found if c.text not in commands]
+    if not first:
+        return commands
+    row = first[0]
+
+    def likely(word: str) -> float:  # how well the audio's first token fits the word
+        return max(float(row[spelled[0]]) for spelled in grammar.spellings(word))
+
+    offered = first_words(grammar, others, likely)
+    return commands + [t for t in offered if rescorer.command_meaning(t) is not None]
+
+
+FIRST_WORDS = 4
+"""First words tried per sentence, the likeliest for the audio's first token."""
+
+
+def first_words(
+    grammar: TokenGrammar,
+    texts: list[str],
+    likely: Callable[[str], float],
+    per_text: int = FIRST_WORDS,
+) -> list[str]:
+    """Sentences that put another first word to ``texts`` (found sentences that are no
+    command) or in front of them: the first word is where Whisper slips most and the search
+    least recovers ("Go on the chandelier", "so on the patio heater": "turn" was said; the
+    decoder's first token gave it too little to stay in the beam). The audio judges them
+    (rescore.py), as every other candidate."""
+    starts = grammar.following.get(START, set()) - {END, NUMBER, ANY}
+    out: dict[str, None] = {}
+    for text in texts:
+        words = text.split()
+        if not words:
+            continue
+        rest = [w.casefold().strip(",.?!") for w in words]
+        for keep in (words, words[1:]):  # in front of the first word, or instead of it
+            if not keep:
+                continue
+            nxt = rest[len(words) - len(keep)]
+            fits = [s for s in starts if s != rest[0] and nxt in grammar.following.get(s, ())]
+            for start in sorted(fits, key=lambda s: (-likely(s), s))[:per_text]:
+                out.setdefault(" ".join([start, *keep]), None)
+    return list(out)
