@@ -28,6 +28,7 @@ from voiced.languages import (
 )
 
 HOME = Path(__file__).parent / "homes" / "multilingual.yaml"
+REPO_HOME = Path(__file__).parents[1] / "config" / "home.yaml"
 HA_LANGUAGES = ["de", "de-CH", "en", "zh-CN", "zh-HK", "zh-TW", "nb", "pt", "pt-BR"]
 
 
@@ -125,12 +126,26 @@ def test_each_site_is_matched_in_its_own_language(app, site, text, intent, slots
 @pytest.mark.parametrize(
     ("site", "text"),
     [("kids", "Das Wetter ist heute wirklich schön"), ("oma", "今天天气真好"),
-     ("kids", "turn on the kitchen light"), ("default", "Schalte das Licht in der Küche ein")],
+     ("kids", "turn on the kitchen light"), ("default", "Schalte das Licht in der Küche ein"),
+     ("kids", "Na na.")],  # not "风扇an": a word heard in Latin letters is no slip of a Han one
 )  # fmt: skip
 def test_chatter_or_another_language_matches_nothing(app, site, text):
     found, context = recognize(app, text, site)
     assert found is None
     assert context.data["intent_errors"][0]["recognizer"] == "hassil"
+
+
+@pytest.mark.parametrize("text", ["TV TV", "An an"])
+def test_a_stutter_dropped_is_no_word_kept_for_sentence_repair(text):
+    # before: "TV TV" -> drop one "TV", repair the other into the glued "tvan" (TV an)
+    settings = Settings(language="de")
+    hassil = HassilIntent(HassilOptions(home=str(REPO_HOME)), SimpleNamespace(settings=settings))
+    hassil.load()
+    try:
+        context = RunContext(site_id="default", language="de")
+        assert hassil.voiced_recognize(Transcript(text, "de"), context) is None
+    finally:
+        hassil.close()
 
 
 def test_chinese_is_matched_in_the_grammars_script_without_its_full_stop():

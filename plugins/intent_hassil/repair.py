@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -68,6 +69,11 @@ def tokens(text: str) -> list[str]:
     """Words as the graph spells them: case-folded, apostrophes and punctuation gone (Whisper
     and the templates disagree on them), ``%`` a word."""
     return _TOKEN.findall(text.casefold().replace("'", ""))
+
+
+def _scripts(word: str) -> frozenset[str]:
+    """The writing systems of a word's letters: LATIN, CJK, CYRILLIC, ..."""
+    return frozenset(unicodedata.name(c, "?").split()[0] for c in word if c.isalpha())
 
 
 def _chunk_tokens(text: str, space: str) -> list[str]:
@@ -326,6 +332,8 @@ class SentenceGraph:
         seen.discard(word)
         # a slip keeps about the word's length: "that" is never "thermostat"
         seen = {w for w in seen if max(len(w), len(word)) <= 2 * min(len(w), len(word))}
+        # a word heard in one script is no slip of a word in another: "na" is not "风扇an"
+        seen = {w for w in seen if _scripts(w) <= _scripts(word)}
         scored = ((w, self._alike(word, key, w)) for w in seen)
         ranked = sorted(((w, s) for w, s in scored if s >= MIN_SIMILARITY), key=lambda kv: -kv[1])
         return tuple((w, round(s, 3)) for w, s in ranked[:8])
@@ -358,15 +366,16 @@ class SentenceGraph:
         if not words or len(words) > 24:
             return []
         skip = {w for s in skip_words for w in [s.casefold()] if " " not in w}
-        # state: (cost, edits, position, last graph word, emitted words)
-        heap: list[tuple[float, int, int, str, tuple[str, ...]]] = [(0.0, 0, 0, START, ())]
+        # state: (cost, edits, position, last graph word, emitted words, heard words dropped)
+        heap: list[tuple[float, int, int, str, tuple[str, ...], int]] = [(0.0, 0, 0, START, (), 0)]
         best: dict[tuple[int, str, int], float] = {}
         out: dict[str, Candidate] = {}
         while heap and len(out) < limit:
-            cost, edits, pos, last, said = heapq.heappop(heap)
+            cost, edits, pos, last, said, dropped = heapq.heappop(heap)
             if pos == len(words):
-                # as many words kept as changed: "help" alone is not "hello"
-                if self.allows(last, END) and edits and 2 * edits <= len(words):
+                # as many words kept as changed: "help" alone is not "hello", and a stutter
+                # dropped is not a word kept ("na na" is not "an")
+                if self.allows(last, END) and edits and edits <= len(words) - edits - dropped:
                     joined = " ".join(said)
                     out.setdefault(joined, Candidate(joined, round(cost, 3), edits))
                 continue
@@ -394,7 +403,8 @@ class SentenceGraph:
                 if best.get(nkey, 99.0) <= new_cost - 1e-9:
                     continue
                 best[nkey] = new_cost
-                heapq.heappush(heap, (new_cost, new_edits, pos + step, state, said + emitted))
+                gone = dropped + (step if not emitted else 0)
+                heapq.heappush(heap, (new_cost, new_edits, pos + step, state, said + emitted, gone))
         return sorted(out.values(), key=lambda c: (c.cost, c.edits))
 
     def _steps(
