@@ -588,3 +588,20 @@ def test_the_languages_section_says_which_stage_lacks_a_language_and_what_to_do(
     assert found["zh: speech recognition"].ok is True
     assert "pinned to zh" in found["zh: speech recognition"].detail
     assert found["zh: spoken answers"].ok is True
+    assert found["zh: intents and answers"].ok is True  # OpenCC and pypinyin installed
+
+
+def test_the_languages_section_names_what_chinese_matching_lacks(monkeypatch):
+    import importlib.util
+
+    from voiced.config import Settings
+    from voiced.doctor import language_checks
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pypinyin" else real(name)
+    )
+    found = {c.name: c for c in language_checks(Settings(language="zh"))}
+    intents = found["zh: intents and answers"]
+    assert intents.ok is None and "without pypinyin" in intents.detail
+    assert "OpenCC" not in intents.detail and "voiced[languages]" in intents.fix

