@@ -9,6 +9,7 @@ where the answer must be playing when the next words come (barge-in, follow-up, 
 from __future__ import annotations
 
 import asyncio
+import time
 import wave
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -64,6 +65,7 @@ async def converse(
     empty = Path(__file__).parent / "empty.toml"
     settings, host = prepare(empty, settings_overrides, [("recorder", recorder)])
     pipeline = Pipeline(settings, host)
+    pipeline.recorder = recorder  # what ``during`` may wait on
     await pipeline.start()
     try:
         side = asyncio.create_task(during(pipeline)) if during else None
@@ -202,9 +204,14 @@ async def test_muting_stops_listening_and_unmuting_resumes_it(tmp_path):
     )
 
     async def mute_then_unmute(pipeline: Pipeline) -> None:
-        await asyncio.sleep(5.0)
+        # muted once the first answer is done (a loaded machine takes longer than the 5 s of
+        # silence after it is heard), unmuted 10.5 s into the timeline: after the muted
+        # command, before the last wake word
+        started = time.monotonic()
+        while not pipeline.recorder.of("run-end"):
+            await asyncio.sleep(0.05)
         pipeline.set_muted(True)
-        await asyncio.sleep(5.5)
+        await asyncio.sleep(max(0.0, 10.5 - (time.monotonic() - started)))
         pipeline.set_muted(False)
 
     settings = config(tmp_path, audio, realtime=True)
