@@ -163,7 +163,9 @@ async def test_an_answer_asking_a_question_listens_again_without_the_wake_word(
         WAKE,
         0.3,
         "open the pod bay doors",
-        6.5,  # the question is asked and answered by now
+        # the question is asked and answered by now: speech nothing matches takes every
+        # recognition step (1.8 s of ASR on an idle 2-core machine, twice that under load)
+        8.5,
         "what time is it",
         3.0,
     )
@@ -172,7 +174,7 @@ async def test_an_answer_asking_a_question_listens_again_without_the_wake_word(
         audio,
         realtime=True,
         pipeline={"not_understood": QUESTION},
-        conversation={"follow_up": follow_up, "follow_up_seconds": 8.0},
+        conversation={"follow_up": follow_up, "follow_up_seconds": 10.0},
     )
     _, events = await converse(settings)
     assert len(events.runs()) == runs
