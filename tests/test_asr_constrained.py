@@ -4,32 +4,18 @@ config/home.yaml. The prompted retry is off, so each reading comes from one tech
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from home_stages import App, home_hassil
 from speech import espeak
 from voiced_plugins.asr_whisper.constrained import START, TokenGrammar, first_words
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
-from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
-
-HOME = Path(__file__).parents[1] / "config" / "home.yaml"
 
 pytestmark = pytest.mark.slow
 
 
-class App:
-    def __init__(self, intent: HassilIntent) -> None:
-        self.intent = intent
-
-    def stage(self, kind: str, name: str | None = None) -> HassilIntent | None:
-        return self.intent if kind == "intent" else None
-
-
 @pytest.fixture(scope="module")
 def hassil():
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[]))
-    stage.load()
-    return stage
+    return home_hassil()
 
 
 @pytest.fixture(scope="module")

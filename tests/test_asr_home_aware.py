@@ -5,9 +5,8 @@ The slips are what tiny.en really writes for these espeak-ng voices (measured, i
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from home_stages import App, home_hassil
 from speech import espeak, noise, silence
 from voiced_plugins.asr_whisper.choose import (
     Choice,
@@ -17,34 +16,18 @@ from voiced_plugins.asr_whisper.choose import (
     pick_retry,
 )
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
-from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
-
-HOME = Path(__file__).parents[1] / "config" / "home.yaml"
-
-
-class App:
-    """The daemon's stage lookup, all the engine asks of it."""
-
-    def __init__(self, intent: HassilIntent) -> None:
-        self.intent = intent
-
-    def stage(self, kind: str, name: str | None = None) -> HassilIntent | None:
-        return self.intent if kind == "intent" else None
+from voiced_plugins.intent_hassil import HassilIntent
 
 
 @pytest.fixture(scope="module")
 def hassil() -> HassilIntent:
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[]))
-    stage.load()
-    return stage
+    return home_hassil()
 
 
 @pytest.fixture(scope="module")
 def snapping() -> HassilIntent:
     """The stage with name snapping only: what the prompted retry was built on."""
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[], repair=False))
-    stage.load()
-    return stage
+    return home_hassil(repair=False)
 
 
 @pytest.fixture(scope="module")

@@ -3,36 +3,18 @@ model really writes for these voices (measured, issue 15); the home is config/ho
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from home_stages import App, home_hassil
 from speech import espeak
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 from voiced_plugins.asr_whisper.rescore import pick_rescored
-from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
-
-HOME = Path(__file__).parents[1] / "config" / "home.yaml"
 
 pytestmark = pytest.mark.slow
 
 
-class App:
-    def __init__(self, intent: HassilIntent) -> None:
-        self.intent = intent
-
-    def stage(self, kind: str, name: str | None = None) -> HassilIntent | None:
-        return self.intent if kind == "intent" else None
-
-
-def _stage(**options) -> HassilIntent:
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[], **options))
-    stage.load()
-    return stage
-
-
 @pytest.fixture(scope="module")
 def stages():
-    return {"snapping": _stage(repair=False), "home": _stage()}
+    return {"snapping": home_hassil(repair=False), "home": home_hassil()}
 
 
 @pytest.fixture(scope="module")
