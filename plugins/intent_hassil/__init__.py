@@ -13,7 +13,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -325,6 +325,20 @@ class HassilIntent:
         result = self._recognize(fixed, intent_context)
         return (result, score) if result is not None else (None, 0.0)
 
+    def _remembered(
+        self, key: tuple[str, str], text: str, find: Callable[[], Intent | None]
+    ) -> Intent | None:
+        """``find()``'s answer for ``key``, worked out once (the engine asks twice) and said
+        back with this ``text``."""
+        if key in self._repairs:
+            found = self._repairs[key]
+            return None if found is None else dataclasses.replace(found, text=text)
+        found = find()
+        if len(self._repairs) >= 512:
+            self._repairs.clear()
+        self._repairs[key] = found
+        return found
+
     def _repaired(self, text: str, cleaned: str, intent_context: dict[str, Any]) -> Intent | None:
         """The one reading of ``cleaned``, a few misheard words away, that this home's
         templates take and that acts on something the home has (see repair.py)."""
@@ -332,53 +346,45 @@ class HassilIntent:
         def match(candidate: str) -> Intent | None:
             return self._strict(candidate, intent_context, text)
 
-        key = (cleaned, repr(sorted(intent_context.items())))
-        if key in self._repairs:
-            found = self._repairs[key]
-            return None if found is None else dataclasses.replace(found, text=text)
-        assert self.graph is not None
-        repair = choose_repair(self.graph.candidates(cleaned, FILLER_WORDS), match, _meaning)
-        intent = None
-        if repair is not None:
+        def find() -> Intent | None:
+            assert self.graph is not None
+            candidates = self.graph.candidates(cleaned, FILLER_WORDS)
+            repair = choose_repair(candidates, match, _meaning)
+            if repair is None:
+                return None
             intent = repair.result
             intent.data["fuzzy"] = True
             intent.data["repair"] = {"text": repair.text, "cost": repair.cost, "why": repair.why}
-            intent = dataclasses.replace(intent, confidence=round(max(0.0, 1.0 - repair.cost), 3))
-        if len(self._repairs) >= 512:
-            self._repairs.clear()
-        self._repairs[key] = intent
-        return intent
+            return dataclasses.replace(intent, confidence=round(max(0.0, 1.0 - repair.cost), 3))
+
+        return self._remembered((cleaned, repr(sorted(intent_context.items()))), text, find)
 
     def _by_sound(self, text: str, cleaned: str, intent_context: dict[str, Any]) -> Intent | None:
         """Mandarin written with other characters of the same sound (homophones.py): the one
         meaning that rewritings of ``cleaned`` match strictly, on something the home has."""
+
+        def find() -> Intent | None:
+            assert self.sounds is not None
+            heard = homophones.run_together(cleaned)
+            if len(heard) < homophones.MIN_SYLLABLES:
+                return None
+            found: Intent | None = None
+            for index, reading in enumerate(self.sounds.readings(heard)):
+                if index >= SOUND_READINGS:
+                    break
+                intent = self._strict(reading, intent_context, text)
+                if intent is None:
+                    continue
+                if found is not None and _meaning(found) != _meaning(intent):
+                    return None  # two readings, two actions: neither
+                if found is None:
+                    intent.data["fuzzy"] = True
+                    intent.data["homophones"] = {"text": reading, "heard": heard}
+                    found = dataclasses.replace(intent, confidence=0.8)
+            return found
+
         key = ("sound:" + cleaned, repr(sorted(intent_context.items())))
-        if key in self._repairs:
-            found = self._repairs[key]
-            return None if found is None else dataclasses.replace(found, text=text)
-        assert self.sounds is not None
-        heard = homophones.run_together(cleaned)
-        found: Intent | None = None
-        if len(heard) < homophones.MIN_SYLLABLES:
-            return None
-        for index, reading in enumerate(self.sounds.readings(heard)):
-            if index >= SOUND_READINGS:
-                break
-            intent = self._strict(reading, intent_context, text)
-            if intent is None:
-                continue
-            if found is not None and _meaning(found) != _meaning(intent):
-                found = None  # two readings, two actions: neither
-                break
-            if found is None:
-                found = intent
-                found.data["fuzzy"] = True
-                found.data["homophones"] = {"text": reading, "heard": heard}
-                found = dataclasses.replace(found, confidence=0.8)
-        if len(self._repairs) >= 512:
-            self._repairs.clear()
-        self._repairs[key] = found
-        return found
+        return self._remembered(key, text, find)
 
     def _strict(
         self, candidate: str, intent_context: dict[str, Any], text: str = ""
