@@ -123,22 +123,27 @@ class Mosquitto:
         self.port, self.auth_port, self.tls_port = free_port(), free_port(), free_port()
         self.username, self.password = USERNAME, PASSWORD
         self.process: subprocess.Popen | None = None
-        passwd = folder / "passwd"
+        self._started = False  # after the first start the ports stay (clients reconnect)
+        self.passwd = folder / "passwd"
         subprocess.run(
-            ["mosquitto_passwd", "-b", "-c", str(passwd), USERNAME, PASSWORD],
+            ["mosquitto_passwd", "-b", "-c", str(self.passwd), USERNAME, PASSWORD],
             check=True,
             capture_output=True,
         )
-        passwd.chmod(0o600)
+        self.passwd.chmod(0o600)
         self.conf = folder / "mosquitto.conf"
+        self.log = folder / "mosquitto.log"
+        self._write_conf()
+
+    def _write_conf(self) -> None:
         # as root, mosquitto drops to user "mosquitto", who cannot read the test's folder
         run_as = "user root" if os.geteuid() == 0 else ""
         self.conf.write_text(
             f"""per_listener_settings true
 {run_as}
 persistence true
-persistence_location {folder}/
-log_dest file {folder}/mosquitto.log
+persistence_location {self.folder}/
+log_dest file {self.log}
 log_type error
 log_type warning
 log_type notice
@@ -149,24 +154,59 @@ allow_anonymous true
 
 listener {self.auth_port} 127.0.0.1
 allow_anonymous false
-password_file {passwd}
+password_file {self.passwd}
 
 listener {self.tls_port} 127.0.0.1
 allow_anonymous true
-cafile {certs.ca}
-certfile {certs.server_cert}
-keyfile {certs.server_key}
+cafile {self.certs.ca}
+certfile {self.certs.server_cert}
+keyfile {self.certs.server_key}
 """
         )
 
     def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["mosquitto", "-c", str(self.conf)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        """Start the broker; on its first start, ports taken meanwhile are picked again.
+
+        A port found free can be taken by another socket before mosquitto binds it (the
+        ephemeral range is shared with every outgoing connection), and mosquitto then exits.
+        """
+        for attempt in range(3):
+            self.process = subprocess.Popen(
+                ["mosquitto", "-c", str(self.conf)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            if self._listening(timeout=10.0):
+                self._started = True
+                return
+            exited = self.process.poll() is not None
+            if not exited:
+                self.process.kill()
+                self.process.wait(10)
+            self.process = None
+            if not (exited and not self._started and attempt < 2):
+                break
+            self.port, self.auth_port, self.tls_port = free_port(), free_port(), free_port()
+            self._write_conf()
+        log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
+        raise TimeoutError(
+            f"mosquitto did not listen on 127.0.0.1:{self.port}/{self.auth_port}/"
+            f"{self.tls_port}; its log ends:\n{log}"
         )
-        for port in (self.port, self.auth_port, self.tls_port):
-            wait_port(port)
+
+    def _listening(self, timeout: float) -> bool:
+        """Wait until all three listeners accept, or the process has exited."""
+        deadline = time.monotonic() + timeout
+        waiting = [self.port, self.auth_port, self.tls_port]
+        while waiting and time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                return False
+            try:
+                with socket.create_connection(("127.0.0.1", waiting[0]), 0.2):
+                    waiting.pop(0)
+            except OSError:
+                time.sleep(0.02)
+        return not waiting
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
         """Stop the broker (SIGTERM saves its persistence file; SIGKILL does not)."""
