@@ -45,6 +45,39 @@ def test_heap_memory_freed_under_a_live_block_goes_back_to_the_system():
     assert trimmed - before < 20, out  # given back
 
 
+AFTER_A_BIG_BLOCK = """
+import sys
+from voiced.memory import fix_thresholds
+
+def rss_mb():
+    status = open("/proc/self/status").read()
+    return int(next(l for l in status.splitlines() if l.startswith("VmRSS:")).split()[1]) // 1024
+
+if sys.argv[1] == "fixed":
+    assert fix_thresholds()
+big = b"x" * (20 << 20)  # mapped apart and freed: glibc's dynamic thresholds go to 20/40 MB
+del big
+before = rss_mb()
+peak = [b"x" * (2 << 20) for _ in range(15)]  # 30 MB for a moment, from the heap
+del peak
+print(before, rss_mb())
+"""
+
+
+@pytest.mark.skipif(not can_trim(), reason="mallopt's thresholds are glibc's")
+@pytest.mark.parametrize(("thresholds", "kept_mb"), [("dynamic", (25, 35)), ("fixed", (0, 9))])
+def test_a_freed_peak_at_the_heaps_top_goes_back_once_the_thresholds_are_fixed(thresholds, kept_mb):
+    out = subprocess.run(
+        [sys.executable, "-c", AFTER_A_BIG_BLOCK, thresholds],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    before, after = map(int, out.split())
+    low, high = kept_mb
+    assert low <= after - before <= high, out  # dynamic: the 30 MB stay; fixed: under 8 MB
+
+
 @pytest.mark.slow
 def test_the_constrained_search_has_its_whole_grammar_once_the_engine_has_loaded():
     hassil = home_hassil()

@@ -12,7 +12,7 @@ from voiced.building import check_config
 from voiced.config import ConfigError, Settings, load_settings
 from voiced.events import Reload
 from voiced.logs import set_level
-from voiced.memory import TRIM_EVERY_S, can_trim, give_back
+from voiced.memory import TRIM_EVERY_S, can_trim, fix_thresholds, give_back
 from voiced.pipeline import Pipeline
 from voiced.plugins import PluginHost, check_hooks, load_plugins
 from voiced.sdnotify import Notifier, watchdog_interval
@@ -69,6 +69,7 @@ class Daemon:
     async def run(self) -> int:
         self.stop_event = asyncio.Event()
         self._install_signals()
+        fix_thresholds()  # before the models load: their peaks are mapped apart (memory.py)
         self.pipeline.build()
         self.notifier.status("loading models")
         watchdog = asyncio.create_task(self._watchdog())
