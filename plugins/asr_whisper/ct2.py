@@ -101,7 +101,7 @@ class WhisperCt2Asr:
 
     def load(self) -> None:
         # Intel MKL (inside CTranslate2) keeps the buffers of its biggest products per thread
-        # for good: a random +20-30 MB step hours after start-up (#16). Before MKL starts.
+        # for good: a +20-30 MB step at a random moment after start-up (#16). Before MKL starts.
         os.environ.setdefault("MKL_DISABLE_FAST_MM", "1")
         try:
             from faster_whisper import WhisperModel
