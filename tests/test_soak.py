@@ -582,11 +582,8 @@ def test_ten_minutes_of_speech_commands_and_clients_leave_nothing_behind(
     assert max(s.fds for s in after) <= median(warm, "fds") + FD_SLACK, figures
     assert settled.fds <= median(warm, "fds"), figures
     assert len(list(answers.glob("*.wav"))) <= 20  # the WAV sink keeps its newest 20
-    # Memory planned per sentence length by the voice's ONNX Runtime session grew RSS 6-7 %
-    # after warm-up (#16): plugins/tts_piper.session_options() turns the patterns off.
-    if median(end, "rss_kb") >= 1.05 * median(warm, "rss_kb"):
-        # Known open (#16): with the Piper fix the soak held +0.0-0.5 % three times, but one
-        # CI dry run of the merged tree grew 452 -> 501 MB (+10.7 %); suspect: a cache built
-        # lazily after warm-up (the constrained-decoding token grammar is made on the first
-        # utterance nothing matches). Reported, not hidden: every other check above passed.
-        pytest.xfail(f"RSS grew 5 % or more after warm-up: {figures}")
+    # RSS after warm-up grew 6-7 % from memory patterns planned per sentence length by the
+    # voice's ONNX Runtime session (plugins/tts_piper.session_options() turns them off), and
+    # in random steps of +7-11 % from freed glibc heap pages pinned under live blocks (the
+    # daemon gives them back: voiced/memory.py). docs/benchmarks.md, "Soak" (#16).
+    assert median(end, "rss_kb") < 1.05 * median(warm, "rss_kb"), figures

@@ -12,6 +12,7 @@ from voiced.building import check_config
 from voiced.config import ConfigError, Settings, load_settings
 from voiced.events import Reload
 from voiced.logs import set_level
+from voiced.memory import TRIM_EVERY_S, can_trim, fix_thresholds, give_back
 from voiced.pipeline import Pipeline
 from voiced.plugins import PluginHost, check_hooks, load_plugins
 from voiced.sdnotify import Notifier, watchdog_interval
@@ -68,9 +69,11 @@ class Daemon:
     async def run(self) -> int:
         self.stop_event = asyncio.Event()
         self._install_signals()
+        fix_thresholds()  # before the models load: their peaks are mapped apart (memory.py)
         self.pipeline.build()
         self.notifier.status("loading models")
         watchdog = asyncio.create_task(self._watchdog())
+        trimmer = asyncio.create_task(self._give_back_memory())
         try:
             await self.pipeline.start()
             sites = ", ".join(s.site_id for s in self.pipeline.sources) or "no local source"
@@ -80,6 +83,7 @@ class Daemon:
             self.notifier.stopping()
             self.notifier.status("stopping")
         finally:
+            trimmer.cancel()  # before the stop shuts the executor it runs in
             await self.pipeline.stop()
             watchdog.cancel()
         return 0
@@ -96,6 +100,18 @@ class Daemon:
         while True:
             self.notifier.watchdog()
             await asyncio.sleep(interval)
+
+    async def _give_back_memory(self) -> None:
+        """Every TRIM_EVERY_S, freed heap memory back to the system (voiced/memory.py), in a
+        worker thread: RSS then follows the memory in use instead of its highest peaks."""
+        if not can_trim():
+            return
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(TRIM_EVERY_S)
+            took = await loop.run_in_executor(self.pipeline.executor, give_back)
+            if took > 0.05:
+                log.debug("malloc_trim took %.0f ms", took * 1000)
 
     def _install_signals(self) -> None:
         loop = asyncio.get_running_loop()

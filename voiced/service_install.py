@@ -68,7 +68,8 @@ Environment=VOICED_CONFIG=%E/voiced/voiced.toml
 EnvironmentFile=-%E/voiced/voiced.env
 Environment=PYTHONUNBUFFERED=1
 # Threads (ASR workers, MQTT, Wyoming) each growing a glibc malloc arena raise RSS through
-# fragmentation over months; two arenas keep it flatter.
+# fragmentation over months; two arenas keep it flatter. The daemon itself fixes glibc's
+# mmap/trim thresholds and gives freed heap memory back every 5 s (docs/limits.md, Memory).
 Environment=MALLOC_ARENA_MAX=2
 # Models, converted weights and kernel caches go to /var/cache/voiced; $HOME is the state dir
 # because libraries that write to ~/.cache or ~/.config must not touch a real home.
@@ -192,7 +193,8 @@ Environment=VOICED_CONFIG=%E/voiced/voiced.toml
 EnvironmentFile=-%E/voiced/voiced.env
 Environment=PYTHONUNBUFFERED=1
 # Threads (ASR workers, MQTT, Wyoming) each growing a glibc malloc arena raise RSS through
-# fragmentation over months; two arenas keep it flatter.
+# fragmentation over months; two arenas keep it flatter. The daemon itself fixes glibc's
+# mmap/trim thresholds and gives freed heap memory back every 5 s (docs/limits.md, Memory).
 Environment=MALLOC_ARENA_MAX=2
 StateDirectory=voiced
 CacheDirectory=voiced

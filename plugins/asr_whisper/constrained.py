@@ -77,6 +77,13 @@ class TokenGrammar:
             self._tries[nxt] = root
         return self._tries[nxt]
 
+    def build_all(self) -> None:
+        """Every word's trie, now (≈ 0.2 s and 10 MB for config/home.yaml) rather than one by
+        one as searches first reach a word: the grammar's memory is then all there once it is
+        built, not growth through the following hours (#16)."""
+        for word in (START, *self.following):
+            self.after(word)
+
     def ends(self, word: str) -> bool:
         return END in self.following.get(word, ())
 
@@ -249,6 +256,7 @@ class GrammarCache:
             return None
         if graph is not self._graph or self._grammar is None:
             self._grammar = TokenGrammar(graph.following, graph.numbers.words, tokenizer)
+            self._grammar.build_all()
             self._graph = graph
         return self._grammar
 
