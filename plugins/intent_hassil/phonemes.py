@@ -68,6 +68,11 @@ class Phonemes:
             return {}
         return {o: fuzz.ratio(key, said[o]) / 100 for o in others if said[o]}
 
+    def speaks(self) -> bool:
+        """Whether espeak-ng knows this voice (it fails on one it has not)."""
+        said = self._run("a")
+        return bool(said and said[0].strip())
+
     def _spoken(self, words: list[str]) -> dict[str, str]:
         """espeak-ng's phonemes for ``words`` (one line of input each, one line back each)."""
         lines = self._run("\n".join(words))
@@ -113,8 +118,7 @@ def for_language(language: str, program: str = "espeak-ng") -> Phonemes | None:
         log.info("no espeak-ng: the sentence repair for %s compares words by spelling", language)
         return None
     phonemes = Phonemes(espeak_voice(language), found)
-    probe = phonemes._run("a")
-    if not probe or not probe[0].strip():
+    if not phonemes.speaks():
         log.info("espeak-ng speaks no %s: the sentence repair compares words by spelling", language)
         return None
     return phonemes
