@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from speech import espeak, silence
 from voiced_plugins.asr_whisper.choose import Hypothesis
 from voiced_plugins.asr_whisper.common import WhisperOptions
 from voiced_plugins.asr_whisper.fallback import Decode, failure, repetitive, with_fallback
@@ -82,3 +83,46 @@ def test_a_mandarin_decode_that_loops_on_digits_escapes_by_sampling():
     assert tried[0]["temperature"] == 0.0 and "loop" in tried[0]["failed"]
     assert tried[0]["text"] == looped.text
     assert escaped.text != looped.text and escaped.text.count("-") < 4
+
+
+@pytest.fixture(scope="module")
+def torch_tiny(tmp_path_factory):
+    """whisper-transformers (tiny.en, on the CPU) with a short fallback: two temperatures,
+    two samples each."""
+    pytest.importorskip("transformers", reason="whisper-transformers needs voiced[gpu]")
+    from voiced_plugins.asr_whisper.torch_engine import (
+        WhisperTransformersAsr,
+        WhisperTransformersOptions,
+    )
+
+    def engine() -> WhisperTransformersAsr:
+        options = WhisperTransformersOptions(
+            device="cpu", cpu_threads=2, temperatures=[0.5, 1.0], best_of=2,
+            cache_dir=str(tmp_path_factory.getbasetemp() / "models"),
+        )  # fmt: skip
+        asr = WhisperTransformersAsr(options)
+        asr.load()
+        return asr
+
+    return engine
+
+
+@pytest.mark.slow
+def test_the_torch_engine_samples_again_when_its_greedy_decode_fails(torch_tiny):
+    """tiny.en hears German as improbable English (avg log-prob -1.44 < -1): it is sampled at
+    each temperature, every try told, and a second engine with the same seed samples alike."""
+    german = silence(0.3) + espeak("Das Wetter ist heute wirklich schön", "de") + silence(0.7)
+    english = silence(0.3) + espeak("turn on the kitchen lights") + silence(0.7)
+    first = torch_tiny()
+    heard = first.transcribe(german)
+    tried = heard.data["fallback"]
+    assert [t["temperature"] for t in tried] == [0.0, 0.5, 1.0]
+    assert "avg log-prob" in tried[0]["failed"] and all(t.get("failed") for t in tried)
+    # none passed: the most probable of those that do not loop is kept
+    fine = [t for t in tried if "loop" not in t["failed"]]
+    assert heard.text == max(fine, key=lambda t: t["avg_logprob"])["text"]
+    command = first.transcribe(english)
+    assert command.text == "Turn on the kitchen lights." and "fallback" not in command.data
+    first.close()
+    again = torch_tiny().transcribe(german)
+    assert again.data["fallback"] == tried

@@ -22,7 +22,6 @@ from .choose import Hypothesis, checker_of, choose, pick_retry, unique
 from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
-    WhisperOptions,
     compression_ratio,
     decoded_transcript,
     judge,
@@ -33,7 +32,7 @@ from .common import (
     window_seconds,
 )
 from .constrained import GrammarCache, WithConstrained, commands_found
-from .fallback import DEFAULT_TEMPERATURES, Decode, repetitive, with_fallback
+from .fallback import Decode, FallbackOptions, repetitive, with_fallback
 from .language import check_languages, pinned
 from .models import ModelError, load_error, resolve_ct2
 from .rescore import forced_scores, pick_rescored, rescorer_of
@@ -42,7 +41,7 @@ from .segments import first_sentences, spoken_text
 log = logging.getLogger(__name__)
 
 
-class WhisperCt2Options(WhisperOptions):
+class WhisperCt2Options(FallbackOptions):
     compute_type: str = Field("auto", description="auto: int8 on CPU, float16 on CUDA")
     cpu_threads: int = Field(0, ge=0, description="0: CTranslate2's default (all cores)")
     vad_filter: bool = Field(False, description="faster-whisper's Silero VAD (long audio only)")
@@ -61,16 +60,6 @@ class WhisperCt2Options(WhisperOptions):
         True,
         description="when no hypothesis is a command: score this home's sentences a word or "
         "two from them against the audio; one that nearly says it, alone, wins (rescore.py)",
-    )
-    temperatures: list[float] = Field(
-        default_factory=lambda: list(DEFAULT_TEMPERATURES),
-        description="temperature fallback: when the greedy/beam decode fails Whisper's "
-        "thresholds (compression ratio, log-probability, or it spends its whole token budget) "
-        "and is no command, sample again at these temperatures until one passes; [] for none",
-    )
-    best_of: int = Field(5, ge=1, le=16, description="samples per fallback temperature")
-    seed: int | None = Field(
-        0, description="CTranslate2's random seed, set at load (fallback samples repeat)"
     )
     home_constrained: bool = Field(
         True,

@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import Field
+
 from .choose import Hypothesis
 from .common import WhisperOptions
 
@@ -31,6 +33,21 @@ LOOP_MIN_TOKENS = 12
 LOOP_MAX_DISTINCT = 1 / 3
 """A decode of at least LOOP_MIN_TOKENS text tokens of which at most this share are distinct
 is a loop (sentences in any language measured: 0.6-1.0 distinct)."""
+
+
+class FallbackOptions(WhisperOptions):
+    """The fallback's options, for both engines (``[stages.asr.<engine>]``)."""
+
+    temperatures: list[float] = Field(
+        default_factory=lambda: list(DEFAULT_TEMPERATURES),
+        description="temperature fallback: when the greedy/beam decode fails Whisper's "
+        "thresholds (compression ratio, log-probability, or it spends its whole token budget) "
+        "and is no command, sample again at these temperatures until one passes; [] for none",
+    )
+    best_of: int = Field(5, ge=1, le=16, description="samples per fallback temperature")
+    seed: int | None = Field(
+        0, description="the sampler's random seed, set at load (fallback samples repeat)"
+    )
 
 
 def repetitive(tokens: Sequence[int]) -> bool:

@@ -7,6 +7,10 @@ for free, and lets the encoder run on a window sized to the utterance, which tra
 ``WhisperEncoder.forward`` refuses (it insists on 3000 frames). Beam search goes through
 ``generate()`` on the full 30-second window.
 
+A greedy decode that fails Whisper's thresholds is sampled again at rising temperatures
+(``best_of`` samples a temperature, one batched decoder pass a step), as the CTranslate2
+engine does (fallback.py).
+
 On a ROCm GPU every new input shape makes MIOpen search for its convolution kernels (seconds
 on first use), so fitted windows are rounded up to a few buckets, each warmed up at load.
 
@@ -28,10 +32,11 @@ from pydantic import Field
 from voiced.api.devices import DeviceError, choose_torch_device, from_pretrained_dtype
 from voiced.api.intents import Transcript
 
+from .choose import Hypothesis
 from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
-    WhisperOptions,
+    compression_ratio,
     decoded_transcript,
     judge,
     max_new_tokens,
@@ -40,6 +45,7 @@ from .common import (
     window_seconds,
 )
 from .device_audio import SoxrAudio, TorchaudioAudio, device_audio
+from .fallback import Decode, FallbackOptions, repetitive, with_fallback
 from .language import pinned
 from .log_mel import LogMel
 from .models import ModelError, default_cache_dir, load_error, resolve_transformers
@@ -62,7 +68,7 @@ def later_engines(app: Any, name: str) -> list[str]:
     return chain[chain.index(name) + 1 :] if name in chain else []
 
 
-class WhisperTransformersOptions(WhisperOptions):
+class WhisperTransformersOptions(FallbackOptions):
     dtype: Literal["auto", "float16", "bfloat16", "float32"] = Field(
         "auto", description="auto: float16 on a GPU, float32 on the CPU"
     )
@@ -118,6 +124,7 @@ class WhisperTransformersAsr:
         self.buckets: tuple[int, ...] = ()
         self._log_mel: LogMel | None = None
         self._audio: SoxrAudio | TorchaudioAudio = SoxrAudio()
+        self._sampler: Any = None  # torch.Generator of the fallback's samples
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -158,6 +165,9 @@ class WhisperTransformersAsr:
             raise load_error(opts.model, local, exc) from exc
         self.model = model.to(choice.device).eval()
         self._torch = torch
+        if opts.temperatures:
+            self._sampler = torch.Generator(device=choice.device)
+            self._sampler.manual_seed(opts.seed if opts.seed is not None else torch.seed())
         self.device, self.dtype, self.reason = choice.device, choice.dtype, choice.reason
         self._cache_kw = (
             "cache"
@@ -316,13 +326,19 @@ class WhisperTransformersAsr:
         return prompt if timestamps else [*prompt, self.no_timestamps]
 
     def _step(self, ids: list[int] | list[list[int]], encoded: Any, cache: Any) -> tuple[Any, Any]:
+        """The decoder's logits for one sequence (the first of a batch) and its cache."""
+        logits, new_cache = self._steps(ids, encoded, cache)
+        return logits[0], new_cache
+
+    def _steps(self, ids: list[int] | list[list[int]], encoded: Any, cache: Any) -> tuple[Any, Any]:
+        """The decoder's logits for a batch of sequences (batch, positions, vocabulary)."""
         torch = self._torch
         input_ids = torch.tensor([ids] if isinstance(ids[0], int) else ids, device=self.device)
         kwargs = {self._cache_kw: cache} if cache is not None else {}
         out = self.model.model.decoder(
             input_ids=input_ids, encoder_hidden_states=encoded, use_cache=True, **kwargs
         )
-        logits = self.model.proj_out(out.last_hidden_state)[0].float()
+        logits = self.model.proj_out(out.last_hidden_state).float()
         new_cache = out.get("cache") if "cache" in out else out.get("past_key_values")
         return logits, new_cache
 
@@ -386,6 +402,90 @@ class WhisperTransformersAsr:
             step_logits = logits[-1]
         return tokens, float(total) / (len(tokens) + 1), no_speech_prob
 
+    def _sample(
+        self,
+        encoded: Any,
+        prompt: list[int],
+        timestamps: bool,
+        budget: int,
+        temperature: float,
+        count: int,
+    ) -> list[tuple[list[int], float]]:
+        """``count`` decodes sampled at ``temperature`` in one batch, each with its average
+        log-probability (of the model's own, untempered distribution: OpenAI's score)."""
+        torch = self._torch
+        batch = encoded.expand(count, -1, -1)
+        logits, cache = self._steps([prompt] * count, batch, None)
+        step_logits = logits[:, -1]
+        tokens: list[list[int]] = [[] for _ in range(count)]
+        totals = [0.0] * count
+        done = [False] * count
+        suppress = torch.tensor(self.suppress, device=step_logits.device)
+        begin = torch.tensor(self.begin_suppress, device=step_logits.device)
+        for step in range(min(budget, self.max_length - len(prompt))):
+            step_logits[:, suppress] = float("-inf")
+            if step == 0:
+                step_logits[:, begin] = float("-inf")
+            if timestamps:
+                for row in range(count):
+                    self._timestamp_rules(step_logits[row], tokens[row])
+            logprobs = torch.log_softmax(step_logits, dim=-1)
+            probs = torch.softmax(step_logits / temperature, dim=-1)
+            picked = torch.multinomial(probs, 1, generator=self._sampler)[:, 0]
+            chosen = [int(t) for t in picked]
+            for row, token in enumerate(chosen):
+                if done[row]:
+                    continue
+                totals[row] += float(logprobs[row, token])
+                if token == self.eot:
+                    done[row] = True
+                else:
+                    tokens[row].append(token)
+            if all(done):
+                break
+            feed = [[self.eot if done[r] else chosen[r]] for r in range(count)]
+            logits, cache = self._steps(feed, batch, cache)
+            step_logits = logits[:, -1]
+        return [(t, total / (len(t) + 1)) for t, total in zip(tokens, totals, strict=True)]
+
+    def _decoded(
+        self,
+        tokens: list[int],
+        avg_logprob: float,
+        no_speech_prob: float,
+        seconds: float,
+        timestamps: bool,
+        budget: int,
+        temperature: float = 0.0,
+    ) -> Decode:
+        """One decode's text and what the fallback judges it by."""
+        decode = self.processor.tokenizer.decode
+        text_tokens = [t for t in tokens if t < self.eot]
+        if timestamps:
+            text, dropped = spoken_text(
+                tokens,
+                self.timestamp_begin,
+                seconds,
+                lambda ids: decode(ids, skip_special_tokens=True),
+            )
+        else:
+            text, dropped = decode(tokens, skip_special_tokens=True).strip(), 0
+        if dropped:  # what ran on past the audio is cut already: judge what is kept
+            text_tokens = self.processor.tokenizer.encode(" " + text, add_special_tokens=False)
+        loop = ""
+        if len(tokens) >= budget and not dropped:
+            loop = "spent its whole token budget (a loop)"
+        elif repetitive(text_tokens):
+            loop = f"a loop: {len(set(text_tokens))} distinct of {len(text_tokens)} tokens"
+        return Decode(
+            [Hypothesis(text, avg_logprob)],
+            no_speech_prob,
+            dropped,
+            temperature,
+            compression_ratio(decode(text_tokens, skip_special_tokens=True)),
+            loop,
+        )
+
     def _beam(self, features: Any, language: str | None) -> tuple[list[int], float]:
         kwargs: dict[str, Any] = {"task": self.options.task} if self.multilingual else {}
         if self.multilingual and language:
@@ -440,27 +540,39 @@ class WhisperTransformersAsr:
             if self.multilingual and language is None:
                 language, probability = self._detect_language(encoded)
                 data["language_probability"] = round(probability, 3)
+            budget = max_new_tokens(seconds, self.max_length)
+            prompt = self._prompt(language, timestamps)
+            fallback: list[dict[str, Any]] = []
             if beam:
                 _, _, no_speech_prob = self._greedy_first(encoded, language)
                 tokens, avg_logprob = self._beam(features, language)
+                decoded = self._decoded(
+                    tokens, avg_logprob, no_speech_prob, seconds, False, self.max_length
+                )
             else:
                 tokens, avg_logprob, no_speech_prob = self._greedy(
-                    encoded,
-                    self._prompt(language, timestamps),
-                    timestamps,
-                    max_new_tokens(seconds, self.max_length),
+                    encoded, prompt, timestamps, budget
                 )
-        decode = self.processor.tokenizer.decode
-        dropped = 0
-        if timestamps:
-            text, dropped = spoken_text(
-                tokens,
-                self.timestamp_begin,
-                seconds,
-                lambda ids: decode(ids, skip_special_tokens=True),
-            )
-        else:
-            text = decode(tokens, skip_special_tokens=True).strip()
+                decoded = self._decoded(
+                    tokens, avg_logprob, no_speech_prob, seconds, timestamps, budget
+                )
+                if not warmup:
+
+                    def decode_at(temperature: float) -> Decode:
+                        samples = self._sample(
+                            encoded, prompt, timestamps, budget, temperature, opts.best_of
+                        )
+                        tried = [
+                            self._decoded(
+                                t, lp, no_speech_prob, seconds, timestamps, budget, temperature
+                            )
+                            for t, lp in samples
+                        ]
+                        return max(tried, key=lambda d: d.avg_logprob)
+
+                    decoded, fallback = with_fallback(decoded, opts.temperatures, opts, decode_at)
+        text, avg_logprob = decoded.hypotheses[0].text, decoded.avg_logprob
+        dropped = decoded.dropped
         self._synchronize()
         done = time.perf_counter()
         verdict = judge(text, avg_logprob, no_speech_prob, opts)
@@ -468,6 +580,7 @@ class WhisperTransformersAsr:
             "window_s": window,
             "avg_logprob": round(avg_logprob, 3),
             "no_speech_prob": round(no_speech_prob, 3),
+            **({"fallback": fallback} if fallback else {}),
             "timings_ms": {
                 "features": round((t_features - started) * 1000, 1),
                 "encode": round((t_encode - t_features) * 1000, 1),

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from hassil import Intents, RecognizeResult, merge_dict, recognize_best
 from pydantic import BaseModel, ConfigDict, Field
-from voiced_plugins.intent_hassil import homophones, languages
+from voiced_plugins.intent_hassil import homophones, languages, phonemes
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
 from voiced_plugins.intent_hassil.repair import GraphTooLarge, SentenceGraph, choose_repair
@@ -240,7 +240,10 @@ class HassilIntent:
             return []
         found: dict[str, float] = {}
         for text in texts:
-            for candidate in self.graph.candidates(normalize(text), FILLER_WORDS, 48, wide=True):
+            heard = phonemes.respelled(normalize(text), self.graph)
+            if heard != normalize(text):  # homophones put right (a strict match or not)
+                found.setdefault(heard.casefold(), 0.0)
+            for candidate in self.graph.candidates(heard, FILLER_WORDS, 48, wide=True):
                 found[candidate.text] = min(found.get(candidate.text, 9.0), candidate.cost)
         return sorted(found, key=found.__getitem__)[:limit]
 
@@ -348,7 +351,12 @@ class HassilIntent:
 
         def find() -> Intent | None:
             assert self.graph is not None
-            candidates = self.graph.candidates(cleaned, FILLER_WORDS)
+            heard = phonemes.respelled(cleaned, self.graph)  # homophones: no repair needed
+            if heard != cleaned and (intent := match(heard)) is not None:
+                intent.data["fuzzy"] = True
+                intent.data["repair"] = {"text": heard, "cost": 0.0, "why": "homophones"}
+                return intent
+            candidates = self.graph.candidates(heard, FILLER_WORDS)
             repair = choose_repair(candidates, match, _meaning)
             if repair is None:
                 return None
@@ -599,7 +607,7 @@ def _template_texts(data: dict[str, Any]) -> Iterator[str]:
 def _sentence_graph(intents: Intents, language: str) -> SentenceGraph | None:
     """The repair's sentence graph, or None (with the reason logged) when it would not fit."""
     try:
-        return SentenceGraph(intents, language)
+        return SentenceGraph(intents, language, phonemes.for_language(language))
     except GraphTooLarge as exc:
         log.warning("hassil: no sentence repair for %s: the templates give %s", language, exc)
         return None

@@ -17,8 +17,9 @@ and takes it only when the cheapest matching candidate is cheap enough and no ot
 with another meaning is close behind (``choose``).
 
 Language-neutral: words are what the templates spell; numbers are read by hassil's number
-words for the stage's language; phonetic keys are English-biased metaphone codes, used beside
-the plain spelling, never alone.
+words for the stage's language; the sound of a word is English metaphone's code unless the
+stage hands the graph the language's own (``sounds``: eSpeak NG's phonemes, phonemes.py),
+used beside the plain spelling, never alone (a homophone, the same phonemes, excepted).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import jellyfish
 from hassil import Intents
@@ -46,9 +47,14 @@ from hassil.expression import (
 from hassil.intents import RangeSlotList, SlotList, TextSlotList, WildcardSlotList
 from rapidfuzz import fuzz, process
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
 START, END, NUMBER, ANY = "<s>", "</s>", "<#>", "<*>"
 _TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|%", re.UNICODE)
 
+SOUND_POOL = 24
+"""Graph words nearest in spelling whose sound is compared, with the language's phonemes."""
 MIN_SIMILARITY = 0.45
 """A word is only replaced by a graph word at least this alike (spelling and sound averaged)."""
 MAX_COST = 0.6
@@ -286,10 +292,17 @@ class Candidate:
     edits: int
 
 
+class SoundsLike(Protocol):
+    """A language's sound of words (phonemes.py): how alike a word sounds to others, 0..1."""
+
+    def alike(self, word: str, others: Sequence[str]) -> dict[str, float]: ...
+
+
 class SentenceGraph:
     """The word pairs of every sentence the loaded templates allow for this home."""
 
-    def __init__(self, intents: Intents, language: str) -> None:
+    def __init__(self, intents: Intents, language: str, sounds: SoundsLike | None = None) -> None:
+        self.sounds = sounds
         self.numbers = NumberWords(language)
         builder = _GraphBuilder(intents.slot_lists, intents.expansion_rules, self.numbers)
         pairs: set[tuple[str, str]] = set()
@@ -321,12 +334,13 @@ class SentenceGraph:
         return self._similar(word)
 
     def _similar_uncached(self, word: str) -> tuple[tuple[str, float], ...]:
+        pool = 12 if self.sounds is None else SOUND_POOL
         spelled = process.extract(
-            word, self.vocabulary, scorer=fuzz.ratio, score_cutoff=40, limit=12
+            word, self.vocabulary, scorer=fuzz.ratio, score_cutoff=40, limit=pool
         )
         seen = {w for w, _, _ in spelled}
         key = jellyfish.metaphone(word)
-        if key:
+        if key and self.sounds is None:
             sounded = process.extract(key, self._keys, scorer=fuzz.ratio, score_cutoff=60, limit=12)
             seen.update(self.vocabulary[index] for _, _, index in sounded)
         seen.discard(word)
@@ -334,8 +348,14 @@ class SentenceGraph:
         seen = {w for w in seen if max(len(w), len(word)) <= 2 * min(len(w), len(word))}
         # a word heard in one script is no slip of a word in another: "na" is not "风扇an"
         seen = {w for w in seen if _scripts(w) <= _scripts(word)}
-        scored = ((w, self._alike(word, key, w)) for w in seen)
-        ranked = sorted(((w, s) for w, s in scored if s >= MIN_SIMILARITY), key=lambda kv: -kv[1])
+        if self.sounds is None:
+            scored = [(w, self._alike(word, key, w)) for w in seen]
+        else:
+            scored = self._heard_alike(word, sorted(seen))
+        # ties by the word: the same ranking in every process (sets iterate by string hash)
+        ranked = sorted(
+            ((w, s) for w, s in scored if s >= MIN_SIMILARITY), key=lambda kv: (-kv[1], kv[0])
+        )
         return tuple((w, round(s, 3)) for w, s in ranked[:8])
 
     @staticmethod
@@ -347,6 +367,20 @@ class SentenceGraph:
         if not key or not other_key:
             return spelling
         return (spelling + fuzz.ratio(key, other_key) / 100) / 2
+
+    def _heard_alike(self, word: str, others: list[str]) -> list[tuple[str, float]]:
+        """Spelling and the language's sound alike, averaged; the same sound is 1.0."""
+        assert self.sounds is not None
+        heard = self.sounds.alike(word, others)
+        out = []
+        for other in others:
+            spelling = fuzz.ratio(word, other) / 100
+            sound = heard.get(other)
+            if sound is None:
+                out.append((other, spelling))
+            else:
+                out.append((other, 1.0 if sound >= 1.0 else (spelling + sound) / 2))
+        return out
 
     def allows(self, a: str, b: str) -> bool:
         return b in self.following.get(a, ())
