@@ -88,10 +88,11 @@ class WhisperCt2Options(WhisperOptions):
         "the free reading (first look; the full window's second look keeps 0.8)",
     )
     home_rescore_full: bool = Field(
-        True,
+        False,
         description="with home_retry and home_rescore: when the retry is no command either, "
         "listen again in the full window (the retry's encoder output): rescoring and the "
-        "constrained search there, against the free readings of both windows",
+        "constrained search there, against the free readings of both windows (off: +1 of 105 "
+        "on the tuning set, 0 of 56 held out, for about twice the p90 of unmatched speech)",
     )
 
 
