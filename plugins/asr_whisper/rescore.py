@@ -12,8 +12,9 @@ A candidate wins only when
 
 Chatter is safe by the first two: the home's sentences nearest to it are words away and
 score far below what Whisper heard (the tuning set's 36 chatter files: >= 5.9 nats a token).
-The engine looks twice: in the fitted window with ``DROP``, and after a prompted retry that
-found no command, in the full window with the stricter ``DROP_FULL`` (ct2.py).
+The engine listens in the fitted window with ``DROP``; its optional second look, after a
+prompted retry that found no command, in the full window with the stricter ``DROP_FULL``
+(ct2.py, ``home_rescore_full``).
 """
 
 from __future__ import annotations
