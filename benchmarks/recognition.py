@@ -13,7 +13,10 @@ same files with the same model (bundled tiny.en, CTranslate2 int8, CPU; one row 
   row (templates only -> + name snapping -> + N-best -> + prompted retry -> + sentence
   repair of misheard command words -> + rescoring the home's nearby sentences against the
   audio -> + decoding within the home's sentences (constrained.py), its commands rescored
-  too = the default), the default with the full 30 s window, and the default with Whisper
+  too -> + the first look's limit widened from 0.8 to 1.5 a token = the default), the
+  default with a second look in the full window after the prompted retry (rescoring and the
+  search there, 0.8 limit; ``home_rescore_full``), the default with the full 30 s window,
+  and the default with Whisper
   base (``bundled:base``, multilingual, language pinned to en) instead of tiny.en.
 
 A command is right when the intent name, every expected slot and the set of entities it acts
@@ -162,8 +165,16 @@ def main(argv: list[str] | None = None) -> int:
         "voiced: + N-best (3)": lambda: voiced(True, False, home_retry=False, home_rescore=False),
         "voiced: + prompted retry": lambda: voiced(True, False, home_rescore=False),
         "voiced: + sentence repair (text)": lambda: voiced(True, True, home_rescore=False),
-        "voiced: + home rescoring": lambda: voiced(True, True, home_constrained=False),
-        "voiced: + constrained decoding (default)": lambda: voiced(True, True),
+        "voiced: + home rescoring": lambda: voiced(
+            True, True, home_constrained=False, home_rescore_drop=0.8, home_rescore_full=False
+        ),
+        "voiced: + constrained decoding (0.8 limit)": lambda: voiced(
+            True, True, home_rescore_drop=0.8, home_rescore_full=False
+        ),
+        "voiced: + 1.5 limit on the first look (default)": lambda: voiced(True, True),
+        "voiced: default + second look, full window": lambda: voiced(
+            True, True, home_rescore_full=True
+        ),
         "voiced: default, window=full": lambda: voiced(True, True, window="full"),
         "voiced: default, model=bundled:base (en)": lambda: voiced(
             True, True, model="bundled:base", language="en"

@@ -495,6 +495,20 @@ TUNING_CHATTER = [
     "the kids left the front door wide open", "is the coffee ready yet",
     "turn on the radio", "my timer app keeps crashing", "the office is cold this morning",
     "can you believe the price of milk",
+    # near commands: the home's names and command words in sentences that ask for nothing
+    "the kitchen light flickers when it rains", "I think the bedroom fan is making a noise",
+    "the coffee maker needs descaling again", "what a strange weather forecast for the weekend",
+    "is it going to rain tomorrow", "lock the car when you leave",
+    "the living room blinds are stuck", "the front door squeaks every time I open it",
+    "switch the channel to the news",
+    "turn left at the end of the street", "the ceiling light in the hallway is too bright",
+    "we need new bulbs for the desk lamp", "close your eyes and go to sleep",
+    "the thermostat in the office is ancient", "can you pass me the reading glasses",
+    "turn around and look at the lights", "set the oven to two hundred degrees",
+    "it's so cold in the bedroom tonight", "the timer on the oven is broken",
+    "my kitchen is a mess after the party", "open the door for the dog please",
+    "the lights went out during the storm", "put the kettle on for tea",
+    "how was the weather on your trip",
 ]  # fmt: skip
 TUNING_VOICES = [*HELDOUT_VOICES, "en-us+f4", "flite:awb"]
 
@@ -535,6 +549,8 @@ def build_tuning(out: Path = TUNING_DIR, repeats: int = 3) -> dict[str, Any]:
             frames, _ = render(text, variant, seed=len(items) + 1000)
             soundfile.write(str(path), frames, variant.rate, subtype="PCM_16")
         expected = None
+        if kind == "chatter" and recognizer.recognize(text) is not None:
+            raise ValueError(f"tuning chatter {text!r} is a command with config/home.yaml")
         if kind == "command":
             intent = recognizer.recognize(text)
             if intent is None:

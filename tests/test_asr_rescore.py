@@ -131,3 +131,15 @@ def test_a_rescored_sentence_far_below_what_was_heard_is_refused():
     scores = {"heard": -0.3, "turn on the lamp": -2.5}
     picked, why = pick_rescored(["heard"], home, lambda texts: [scores[t] for t in texts])
     assert picked is None and "below what was heard" in why
+
+
+def test_a_rescored_sentence_is_measured_against_the_best_of_the_free_readings():
+    home = Home({"turn on the lamp": "on"})
+    scores = {"fitted": -1.5, "full": -0.4, "turn on the lamp": -1.4}
+    pick = lambda references: pick_rescored(  # noqa: E731
+        ["fitted"], home, lambda texts: [scores[t] for t in texts], drop=0.8,
+        references=references,
+    )  # fmt: skip
+    assert pick(None)[0] is not None  # 0.1 above the fitted window's reading
+    picked, why = pick(["fitted", "full"])  # 1.0 below the full window's
+    assert picked is None and "1.00 below" in why
