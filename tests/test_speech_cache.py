@@ -219,3 +219,29 @@ async def test_anticipate_yields_at_once_when_real_work_comes(piper_voice):
     assert not cache.has(piper_voice, long_text)
     assert piper_voice[1]._lock.acquire(blocking=False)  # the voice is free for the answer
     piper_voice[1]._lock.release()
+
+
+async def test_a_wyoming_synthesize_of_a_fixed_answer_is_the_cached_audio():
+    """Home Assistant using voiced as its TTS (Wyoming ``synthesize``) gets the cache too."""
+    from pipeline_helpers import started_pipeline
+    from wyoming.audio import AudioChunk as WyomingChunk
+    from wyoming.client import AsyncTcpClient
+    from wyoming.tts import Synthesize
+
+    config = overrides(
+        pipeline={"source": [], "service": ["wyoming"], "anticipate_answers": False},
+        stages={"service": {"wyoming": {"uri": "tcp://127.0.0.1:0"}}},
+    )
+    async with started_pipeline(config) as pipeline:
+        await asyncio.wait_for(pipeline.answers_cached, 300)
+        cached = pipeline.speech_cache.get(pipeline.tts.active, "Turned on the lights")
+        hits = pipeline.speech_cache.hits
+        host, port = pipeline.stage("service", "wyoming").address
+        audio = b""
+        async with AsyncTcpClient(host, port) as client:
+            await client.write_event(Synthesize(text="Turned on the lights").event())
+            while (event := await asyncio.wait_for(client.read_event(), 60)).type != "audio-stop":
+                if event.type == "audio-chunk":
+                    audio += WyomingChunk.from_event(event).audio
+    assert cached is not None and audio == cached.audio
+    assert pipeline.speech_cache.hits == hits + 1
