@@ -245,3 +245,33 @@ async def test_a_wyoming_synthesize_of_a_fixed_answer_is_the_cached_audio():
                     audio += WyomingChunk.from_event(event).audio
     assert cached is not None and audio == cached.audio
     assert pipeline.speech_cache.hits == hits + 1
+
+
+async def test_a_synthesis_made_ahead_is_stopped_quietly_when_the_daemon_stops(piper_voice):
+    from voiced.speech_cache import anticipate
+
+    unretrieved: list[dict] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: unretrieved.append(context))
+
+    async def idle() -> None:
+        pass
+
+    long_text = "The weather today is sunny and warm with a light breeze from the west and more"
+    cache = SpeechCache()
+    making = asyncio.ensure_future(
+        anticipate(cache, piper_voice, [long_text], asyncio.to_thread, idle, lambda: False)
+    )
+    await asyncio.sleep(0.05)
+    making.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await making
+    while piper_voice[1]._lock.locked():  # the thread stops within a node of the graph
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    import gc
+
+    gc.collect()  # an unretrieved task exception is reported when the task is freed
+    await asyncio.sleep(0)
+    loop.set_exception_handler(None)
+    assert not unretrieved and not cache.has(piper_voice, long_text)

@@ -255,6 +255,7 @@ async def _synthesize_unless_busy(
                 job.stop()
     except asyncio.CancelledError:  # the daemon stops: so does the synthesis, in its thread
         job.stop()
+        task.add_done_callback(_quietly)  # its "stopped" error is expected, not news
         raise
     try:
         return task.result()
@@ -262,3 +263,8 @@ async def _synthesize_unless_busy(
         if job.stopped:
             return None
         raise
+
+
+def _quietly(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
