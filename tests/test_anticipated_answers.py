@@ -140,3 +140,44 @@ async def test_the_daemon_answers_what_time_is_it_from_audio_made_ahead(tmp_path
     assert cached is not None, started.data["text"]  # the answer said was one made ahead
     (played,) = [p for p in tmp_path.glob("*.wav") if p != wav]
     assert played.read_bytes()[44:] == cached.audio
+
+
+@pytest.mark.slow
+async def test_after_a_command_the_daemon_expects_anew(tmp_path, monkeypatch):
+    """Two timers set by real speech: "2 running timers." is made ahead at the next idle
+    moment, not at the next periodic pass (set here to an hour)."""
+    import voiced.pipeline
+
+    monkeypatch.setattr(voiced.pipeline, "ANTICIPATE_EVERY", 3600.0)
+    wav = tmp_path / "timers.wav"
+    write_wav(
+        wav,
+        silence(0.5)
+        + steady_piper("Set a timer for five minutes.")
+        + silence(1.5)
+        + steady_piper("Set a timer for ten minutes.")
+        + silence(1.5),
+    )
+    config = overrides(
+        pipeline={"source": [], "cache_fixed_answers": False},
+        stages={"intent": {"hassil": {"home": str(HOME)}}},
+        conversation={"follow_up": "off"},
+    )
+    async with started_pipeline(config) as pipeline:
+        await asyncio.wait_for(pipeline.anticipated_once.wait(), 300)
+        voice = pipeline.tts.active
+        assert not pipeline.speech_cache.has(voice, "2 running timers.")
+        from voiced_plugins.io_wav import FileSource, FileSourceOptions
+
+        source = FileSource(FileSourceOptions(path=str(wav), realtime=True), pipeline)
+        source.load()
+        await pipeline.run_site(source)
+        await pipeline.drain()
+        timers = [e for e in pipeline.recorder.of("timer") if e.data["action"] == "started"]
+        assert len(timers) == 2
+
+        async def expected() -> None:
+            while not pipeline.speech_cache.has(voice, "2 running timers."):
+                await asyncio.sleep(0.1)
+
+        await asyncio.wait_for(expected(), 120)  # the hourly pass is far off

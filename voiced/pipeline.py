@@ -7,6 +7,7 @@ One asyncio loop owns the flow; model work runs in worker threads so the loop ne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
@@ -96,6 +97,7 @@ class Pipeline:
         self.answers_anticipated: asyncio.Task[None] | None = None  # expected answers, a loop
         self.anticipation: Anticipated | None = None  # what its latest pass did
         self.anticipated_once = asyncio.Event()  # its first pass is done
+        self._answered = asyncio.Event()  # a command was answered: what to expect may change
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
@@ -426,8 +428,9 @@ class Pipeline:
 
     async def _anticipate_answers(self) -> None:
         """Keep the answers the handlers expect to give soon synthesized (the time this
-        minute and the next, a state as it is now), a pass every ``ANTICIPATE_EVERY`` s
-        after the fixed answers, each piece only while idle and stopped when work comes."""
+        minute and the next, a state as it is now), a pass every ``ANTICIPATE_EVERY`` s and
+        after each answered command (a timer started: "2 running timers."), after the fixed
+        answers, each piece only while idle and stopped when work comes."""
         if self.answers_cached is not None:
             await asyncio.gather(self.answers_cached, return_exceptions=True)
         else:
@@ -449,7 +452,10 @@ class Pipeline:
             )
             log.debug("expected answers: %s", self.anticipation)
             self.anticipated_once.set()
-            await asyncio.sleep(ANTICIPATE_EVERY)
+            # the next pass when the minute may turn, or sooner after a command
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._answered.wait(), ANTICIPATE_EVERY)
+            self._answered.clear()
 
     async def _idle(self) -> None:
         """Return once no run is open, no ASR work is queued or running and no file or pipe
@@ -745,6 +751,7 @@ class Pipeline:
 
     def _end_answered(self, run: Run, response: Response) -> None:
         run.end("done", latency_s=run.latency())
+        self._answered.set()  # a timer started, a state changed: expect anew once idle
         site = self.sites.get(run.site_id)
         if site is not None and self._wants_follow_up(response):
             site.listen(reason="follow-up", seconds=self.settings.conversation.follow_up_seconds)
