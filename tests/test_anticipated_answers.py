@@ -115,14 +115,19 @@ async def test_the_daemon_answers_what_time_is_it_from_audio_made_ahead(tmp_path
     wav = tmp_path / "time.wav"
     write_wav(wav, silence(0.5) + steady_piper("What time is it?") + silence(1.2))
     config = overrides(
-        pipeline={"source": [], "sink": ["wav"], "cache_fixed_answers": False},
+        pipeline={
+            "source": [],
+            "sink": ["wav"],
+            "handler": ["builtin"],  # the time is its answer; ~20 expected, not ~60
+            "cache_fixed_answers": False,
+        },
         stages={
             "intent": {"hassil": {"home": str(HOME)}},
             "sink": {"wav": {"path": str(tmp_path)}},
         },
     )
     async with started_pipeline(config) as pipeline:
-        await asyncio.wait_for(pipeline.anticipated_once.wait(), 300)
+        await asyncio.wait_for(pipeline.anticipated_once.wait(), 200)
         made = pipeline.anticipation
         assert made is not None and made.made == made.wanted > 20 and not made.full
         count, size = pipeline.speech_cache.anticipated
@@ -132,8 +137,8 @@ async def test_the_daemon_answers_what_time_is_it_from_audio_made_ahead(tmp_path
 
         source = FileSource(FileSourceOptions(path=str(wav), realtime=True), pipeline)
         source.load()
-        await pipeline.run_site(source)
-        await pipeline.drain()
+        await asyncio.wait_for(pipeline.run_site(source), 60)
+        await asyncio.wait_for(pipeline.drain(), 60)
         (started,) = pipeline.recorder.of("tts-start")
         voice = pipeline.tts.active
         cached = pipeline.speech_cache.get(voice, started.data["text"])
@@ -159,20 +164,20 @@ async def test_after_a_command_the_daemon_expects_anew(tmp_path, monkeypatch):
         + silence(1.5),
     )
     config = overrides(
-        pipeline={"source": [], "cache_fixed_answers": False},
+        pipeline={"source": [], "handler": ["builtin"], "cache_fixed_answers": False},
         stages={"intent": {"hassil": {"home": str(HOME)}}},
         conversation={"follow_up": "off"},
     )
     async with started_pipeline(config) as pipeline:
-        await asyncio.wait_for(pipeline.anticipated_once.wait(), 300)
+        await asyncio.wait_for(pipeline.anticipated_once.wait(), 200)
         voice = pipeline.tts.active
         assert not pipeline.speech_cache.has(voice, "2 running timers.")
         from voiced_plugins.io_wav import FileSource, FileSourceOptions
 
         source = FileSource(FileSourceOptions(path=str(wav), realtime=True), pipeline)
         source.load()
-        await pipeline.run_site(source)
-        await pipeline.drain()
+        await asyncio.wait_for(pipeline.run_site(source), 60)
+        await asyncio.wait_for(pipeline.drain(), 60)
         timers = [e for e in pipeline.recorder.of("timer") if e.data["action"] == "started"]
         assert len(timers) == 2
 
