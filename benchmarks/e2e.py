@@ -98,7 +98,7 @@ async def start_daemon(**extra: Any) -> tuple[Any, Recorder, float, list[str]]:
     """Load and warm up the pipeline; returns it, its event recorder, load seconds, notes."""
     ensure_importable()
     from voiced.daemon import prepare
-    from voiced.pipeline import Pipeline
+    from voiced.pipeline import ANTICIPATE_EVERY, Pipeline
     from voiced.plugins import load_plugins
 
     recorder = _recorder_plugin()
@@ -115,6 +115,16 @@ async def start_daemon(**extra: Any) -> tuple[Any, Recorder, float, list[str]]:
         notes.append(
             f"{kept} fixed answers cached after start-up in {time.perf_counter() - began:.1f} s "
             "(off the loop, not part of the start time)"
+        )
+    if pipeline.answers_anticipated is not None:
+        began = time.perf_counter()
+        await pipeline.anticipated_once.wait()
+        made = pipeline.anticipation
+        notes.append(
+            f"{made.made} of {made.wanted} expected answers (the time this minute and the "
+            f"next, common timers and temperatures, the home's states) made ahead in "
+            f"{time.perf_counter() - began:.1f} s, refreshed while idle every "
+            f"{ANTICIPATE_EVERY:g} s"
         )
     return pipeline, recorder, load_s, notes
 

@@ -31,6 +31,7 @@ from voiced.api.events import Event, EventType
 from voiced.api.hooks import hookimpl
 from voiced.api.intents import Intent, Response
 from voiced.api.languages import intents_language
+from voiced.api.text import split_sentences
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +133,38 @@ class BuiltinHandler:
         timer_errors = [self.errors.get(key) or text for key, text in _PLAIN_ERRORS.items()]
         answers = fixed_answers(own, _home(self.app))
         return answers + [text for text in timer_errors if text not in answers]
+
+    def anticipated_answers(self, now: dt.datetime | None = None) -> list[str]:
+        """What this handler may say soon, as things are now (the daemon synthesizes them
+        ahead of need): the time this minute and the next, today's date, "Timer set for …"
+        for the common durations, and the first sentence of the timer status when more
+        follow ("2 running timers.": the time left changes every second)."""
+        now = now or dt.datetime.now()
+        answers = []
+        for moment in (now, now + dt.timedelta(minutes=1)):
+            intent = Intent("HassGetCurrentTime")
+            fallback = moment.strftime("%-I:%M %p")
+            answers.append(self._say(intent, fallback, self.responses, time=moment.time()))
+        intent = Intent("HassGetCurrentDate")
+        fallback = now.strftime("%B %-d, %Y")
+        answers.append(self._say(intent, fallback, self.responses, date=now.date()))
+        english = _default(self).split("-")[0].casefold() == "en"
+        for unit, amounts in COMMON_TIMERS:
+            for amount in amounts:
+                fallback = f"Timer set for {_spoken_duration(_duration({unit: amount}))}"
+                # as the person may say it, and as Whisper may write it: "five", "5"
+                for spoken in (ENGLISH_NUMBERS[amount], str(amount)) if english else (amount,):
+                    intent = Intent("HassStartTimer", {unit: amount},
+                                    data={"slot_text": {unit: str(spoken)}})  # fmt: skip
+                    answers.append(self._say(intent, fallback, self.responses))
+        with self._lock:
+            timers = [t.as_template() for t in self.timers.values()]
+        if timers:
+            status = self._say(Intent("HassTimerStatus"), "", self.responses, timers=timers)
+            first, *rest = split_sentences(status)
+            if rest:
+                answers.append(first)
+        return [text for text in dict.fromkeys(answers) if text]
 
     def close(self) -> None:
         with self._lock:
@@ -341,6 +374,19 @@ class ResponsesHandler:
         others = {k: v for k, v in self.responses.items() if k not in HANDLED}
         return fixed_answers(others, _home(self.app))
 
+    def anticipated_answers(self) -> list[str]:
+        """What this handler may say soon, as the home is now (the daemon synthesizes them
+        ahead of need): each state answer for each entity ("Yes" / "No, unlocked" for "is
+        the front door locked", "Outside temperature is 12 °C"), and "Temperature set to …"
+        for the common temperatures."""
+        others = {k: v for k, v in self.responses.items() if k not in HANDLED}
+        answers = state_answers(others, _home(self.app))
+        template = (others.get("HassClimateSetTemperature") or {}).get("default")
+        if template:
+            for degrees in COMMON_TEMPERATURES:
+                answers.append(_render_quietly(template, {"temperature": str(degrees)}))
+        return [text for text in dict.fromkeys(answers) if text]
+
     def close(self) -> None:
         pass
 
@@ -475,6 +521,54 @@ def fixed_answers(responses: dict[str, dict[str, str]], home: Any = None) -> lis
                 if text and "None" not in text and not any(ch.isdigit() for ch in text):
                     answers.setdefault(text, None)
     return list(answers)
+
+
+COMMON_TIMERS = (("minutes", (1, 2, 3, 5, 10, 15, 20, 30)), ("seconds", (30,)), ("hours", (1,)))
+ENGLISH_NUMBERS = {1: "one", 2: "two", 3: "three", 5: "five", 10: "ten", 15: "fifteen",
+                   20: "twenty", 30: "thirty"}  # fmt: skip
+COMMON_TEMPERATURES = range(18, 25)
+
+
+# Questions about an entity's state: the response keys that answer about one entity, and the
+# domains asked about (None: any)
+STATE_QUESTIONS: dict[str, tuple[tuple[str, ...], frozenset[str] | None]] = {
+    "HassGetState": (("default", "one", "one_yesno"), None),
+    "HassClimateGetTemperature": (("default",), frozenset({"climate"})),
+}
+
+
+def state_answers(responses: dict[str, dict[str, str]], home: Any = None) -> list[str]:
+    """The answers to questions about one entity's state (``STATE_QUESTIONS``), rendered for
+    each entity of ``home`` that has a state, as it is now, matched and not: "Front door is
+    locked", "Yes", "No, unlocked", "20 degrees"."""
+    answers: dict[str, None] = {}
+    entities = [e for e in getattr(home, "entities", None) or [] if e.state]
+    for name, (keys, domains) in STATE_QUESTIONS.items():
+        templates = responses.get(name) or {}
+        for key in keys:
+            template = templates.get(key)
+            if not template:
+                continue
+            for entity in entities:
+                if domains is not None and entity.domain not in domains:
+                    continue
+                slots = {"name": entity.name, "domain": entity.domain}
+                for matched, unmatched in (([entity], []), ([], [entity])):
+                    text = _render_quietly(template, slots, matched, unmatched)
+                    if text and "None" not in text:
+                        answers.setdefault(text, None)
+    return list(answers)
+
+
+def _render_quietly(template: str, slots: dict[str, Any], *entities: Any) -> str:
+    """A template rendered, or '' where it needs what is not there (another slot)."""
+    from jinja2 import TemplateError
+    from voiced_plugins.intent_hassil.responses import render
+
+    try:
+        return render(template, slots, *entities)
+    except (TemplateError, TypeError, ValueError, KeyError, AttributeError, IndexError):
+        return ""
 
 
 def _plain_template(text: str, **values: Any) -> str:

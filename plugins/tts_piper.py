@@ -54,6 +54,44 @@ def session_options() -> Any:
     return options
 
 
+class _StoppableSession:
+    """The voice's ONNX Runtime session as ``PiperVoice`` calls it, with the run options of
+    the synthesis in progress: one started by :meth:`PiperTts.interruptible` can be stopped
+    from another thread (ONNX Runtime checks ``terminate`` between the graph's nodes)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.run_options: Any = None  # set only while the voice's lock is held
+
+    def run(self, output_names: Any, inputs: Any) -> Any:
+        return self.session.run(output_names, inputs, self.run_options)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+
+class Interruptible:
+    """One sentence to synthesize ahead of need: ``run`` in a worker thread, ``stop`` from
+    any thread (before or during ``run``: it then raises, and ``stopped`` is True)."""
+
+    def __init__(self, tts: PiperTts, text: str) -> None:
+        import onnxruntime
+
+        self.tts = tts
+        self.text = text
+        self.options = onnxruntime.RunOptions()
+        self.stopped = False
+
+    def run(self) -> AudioChunk:
+        if self.stopped:
+            raise InterruptedError("stopped before it began")
+        return self.tts.synthesize(self.text, run_options=self.options)
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.options.terminate = True
+
+
 class TtsInputError(ValueError):
     """Text that cannot be spoken (e.g. empty); the message says why."""
 
@@ -192,6 +230,7 @@ class PiperTts:
         self.info: dict[str, Any] = {"engine": self.name}
         self.format = AudioFormat(rate=22050, width=2, channels=1)
         self._voice: Any = None
+        self._session: _StoppableSession | None = None
         self._syn_config: Any = None
         self._lock = threading.Lock()
 
@@ -231,7 +270,8 @@ class PiperTts:
             device, reason = "cpu", f"{why}; using the CPU"
         log.info("piper voice %s on %s: %s", files.name, active[0], reason)
 
-        self._voice = PiperVoice(config=config, session=session)
+        self._session = _StoppableSession(session)
+        self._voice = PiperVoice(config=config, session=self._session)
         self._syn_config = SynthesisConfig(
             speaker_id=self._speaker_id(config),
             length_scale=self.options.length_scale,
@@ -272,24 +312,35 @@ class PiperTts:
             )
         return speaker
 
-    def synthesize(self, text: str) -> AudioChunk:
-        """One sentence -> 16-bit mono PCM at the voice's rate (22050 Hz for medium voices)."""
+    def synthesize(self, text: str, run_options: Any = None) -> AudioChunk:
+        """One sentence -> 16-bit mono PCM at the voice's rate (22050 Hz for medium voices).
+
+        ``run_options``: ONNX Runtime's, for a synthesis that may be stopped midway."""
         if not text or not text.strip():
             raise TtsInputError("nothing to say: the text is empty")
-        if self._voice is None:
+        if self._voice is None or self._session is None:
             raise RuntimeError("piper voice is not loaded: call load() first")
         silence = np.zeros(int(self.options.sentence_silence * self.format.rate), np.float32)
         parts: list[np.ndarray] = []
         with self._lock:  # piper's espeak phonemizer is shared; one sentence at a time
-            for chunk in self._voice.synthesize(text, syn_config=self._syn_config):
-                parts.append(chunk.audio_float_array)
-                if len(silence):
-                    parts.append(silence)
+            self._session.run_options = run_options
+            try:
+                for chunk in self._voice.synthesize(text, syn_config=self._syn_config):
+                    parts.append(chunk.audio_float_array)
+                    if len(silence):
+                        parts.append(silence)
+            finally:
+                self._session.run_options = None
         samples = np.concatenate(parts) if parts else np.zeros(0, np.float32)
         return AudioChunk(float_to_pcm16(samples), self.format)
 
+    def interruptible(self, text: str) -> Interruptible:
+        """A synthesis of ``text`` that another thread may stop (work done ahead of need)."""
+        return Interruptible(self, text)
+
     def close(self) -> None:
         self._voice = None
+        self._session = None
 
 
 @hookimpl

@@ -68,6 +68,11 @@ class PipelineConfig(Strict):
         description="after start-up, synthesize the handlers' fixed answers (\"Turned on the "
         'lights") while idle, so they play at once',
     )
+    anticipate_answers: bool = Field(
+        True,
+        description="synthesize ahead of need, while idle, the answers the handlers expect "
+        "to give soon (the time this minute and the next, common timers, the home's states)",
+    )
     max_say_chars: int = Field(
         5000,
         ge=1,

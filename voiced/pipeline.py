@@ -7,6 +7,7 @@ One asyncio loop owns the flow; model work runs in worker threads so the loop ne
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import threading
@@ -39,7 +40,7 @@ from voiced.run import (
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
-from voiced.speech_cache import SpeechCache, prewarm
+from voiced.speech_cache import Anticipated, SpeechCache, anticipate, prewarm
 from voiced.speech_stream import SpeechStream
 from voiced.stages import Sink, Source
 from voiced.voices import LanguageVoices
@@ -51,6 +52,7 @@ REQUIRED_KINDS = ("source", "service")
 on stderr) instead of a healthy-looking daemon doing nothing. Others are optional: an intent,
 handler or sink that fails is an error event and the daemon runs on without it."""
 PREWARM_DELAY = 0.5  # s after ready before the fixed answers are synthesized (start-up first)
+ANTICIPATE_EVERY = 15.0  # s between passes over the answers expected soon (the minute turns)
 MUTED_REMEMBERED = 256  # freed satellite sites whose muted flag is kept for their return
 
 
@@ -92,6 +94,10 @@ class Pipeline:
         self.speculations_dropped = 0  # pauses not speculated on: ASR had committed work
         self.speech_cache = SpeechCache()  # short answers, synthesized once per voice
         self.answers_cached: asyncio.Task[int] | None = None  # the fixed answers' prewarm
+        self.answers_anticipated: asyncio.Task[None] | None = None  # expected answers, a loop
+        self.anticipation: Anticipated | None = None  # what its latest pass did
+        self.anticipated_once = asyncio.Event()  # its first pass is done
+        self._answered = asyncio.Event()  # a command was answered: what to expect may change
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
@@ -392,6 +398,10 @@ class Pipeline:
         )
         if self.tts is not None and self.tts.loaded and self.settings.pipeline.cache_fixed_answers:
             self.answers_cached = asyncio.create_task(self._cache_answers(), name="prewarm")
+        if self.tts is not None and self.tts.loaded and self.settings.pipeline.anticipate_answers:
+            self.answers_anticipated = asyncio.create_task(
+                self._anticipate_answers(), name="anticipate"
+            )
 
     async def _cache_answers(self) -> int:
         """The handlers' fixed answers into the speech cache, after start-up and only while
@@ -410,15 +420,53 @@ class Pipeline:
         assert self.tts is not None
         started = time.monotonic()
         voice = self.tts.active
-        kept = await prewarm(self.speech_cache, voice, answers, self.in_thread, self._idle)
+        kept = await prewarm(
+            self.speech_cache, voice, answers, self.in_thread, self._idle, self._busy
+        )
         log.info("cached %d fixed answers in %.1f s", kept, time.monotonic() - started)
         return kept
+
+    async def _anticipate_answers(self) -> None:
+        """Keep the answers the handlers expect to give soon synthesized (the time this
+        minute and the next, a state as it is now), a pass every ``ANTICIPATE_EVERY`` s and
+        after each answered command (a timer started: "2 running timers."), after the fixed
+        answers, each piece only while idle and stopped when work comes."""
+        if self.answers_cached is not None:
+            await asyncio.gather(self.answers_cached, return_exceptions=True)
+        else:
+            await asyncio.sleep(PREWARM_DELAY)
+        assert self.tts is not None
+        while True:
+            await self._idle()
+            answers: list[str] = []
+            for (kind, name), component in self.components.items():
+                if kind != "handler" or not hasattr(component, "anticipated_answers"):
+                    continue
+                try:
+                    answers += await self.in_thread(component.anticipated_answers)
+                except Exception as exc:
+                    log.warning("handler %s: its expected answers are not made: %s", name, exc)
+            voice = self.tts.active
+            self.anticipation = await anticipate(
+                self.speech_cache, voice, answers, self.in_thread, self._idle, self._busy
+            )
+            log.debug("expected answers: %s", self.anticipation)
+            self.anticipated_once.set()
+            # the next pass when the minute may turn, or sooner after a command
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._answered.wait(), ANTICIPATE_EVERY)
+            self._answered.clear()
 
     async def _idle(self) -> None:
         """Return once no run is open, no ASR work is queued or running and no file or pipe
         is being read (it goes as fast as the daemon does)."""
+        while self._busy():
+            await asyncio.sleep(0.05)
+
+    def _busy(self) -> bool:
+        """A run is open, ASR work is queued or running, or a file or pipe is being read."""
         assert self.queue is not None
-        while (
+        return bool(
             self._tasks
             or self._fast_feeds
             or self._asr_busy
@@ -426,8 +474,7 @@ class Pipeline:
             or not self.queue.empty()
             or any(site.runs for site in self.sites.values())
             or any(runs.runs for runs in self._siteless.values())
-        ):
-            await asyncio.sleep(0.05)
+        )
 
     async def _load_optional(self, kind: str, name: str, stage: Any) -> bool:
         """Load a stage the daemon can run without; a failure is an error event, not a crash.
@@ -704,6 +751,7 @@ class Pipeline:
 
     def _end_answered(self, run: Run, response: Response) -> None:
         run.end("done", latency_s=run.latency())
+        self._answered.set()  # a timer started, a state changed: expect anew once idle
         site = self.sites.get(run.site_id)
         if site is not None and self._wants_follow_up(response):
             site.listen(reason="follow-up", seconds=self.settings.conversation.follow_up_seconds)
@@ -724,9 +772,10 @@ class Pipeline:
         """Stop taking audio, let runs in flight finish within ``grace``, stop services."""
         grace = self.settings.pipeline.shutdown_grace if grace is None else grace
         self.accepting = False
-        if self.answers_cached is not None:
-            self.answers_cached.cancel()
-            await asyncio.gather(self.answers_cached, return_exceptions=True)
+        for task in (self.answers_cached, self.answers_anticipated):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         feeds = [*self._site_tasks, *self._feeds.values()]
         for task in feeds:
             task.cancel()

@@ -23,6 +23,7 @@ from voiced.events import error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.languages import primary
 from voiced.responder import speak
+from voiced.responder import synthesize as synthesize_sentence
 
 if TYPE_CHECKING:
     from voiced.chain import EngineChain
@@ -367,14 +368,21 @@ class Run:
         return await self.handle(intent)
 
     async def synthesize(self, sentence: str) -> tuple[str, AudioChunk]:
-        """One sentence to audio on the TTS chain: (engine, audio). Raises StageFailed."""
+        """One sentence to audio on the TTS chain, or from the daemon's speech cache (a fixed
+        or expected answer asked for over Wyoming plays at once): (engine, audio). Raises
+        StageFailed."""
         tts = self._tts()
         if tts is None:
             raise self.failed("tts", RuntimeError("no tts stage is loaded"))
-        return await self._call(
-            "tts",
-            lambda: tts.call("synthesize", sentence, run_id=self.run_id, site_id=self.site_id),
-        )
+        cache = getattr(self.services, "speech_cache", None)
+        try:
+            return await synthesize_sentence(
+                tts, sentence, self.run_id, self.site_id, self._tts_call, cache
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise self.failed("tts", exc) from exc
 
     async def stream_speech(self, sentences: list[str]) -> AsyncIterator[AudioChunk]:
         """Audio of each sentence as soon as it's made (for a peer that plays it itself);
