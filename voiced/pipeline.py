@@ -452,9 +452,12 @@ class Pipeline:
             )
             log.debug("expected answers: %s", self.anticipation)
             self.anticipated_once.set()
-            # the next pass when the minute may turn, or sooner after a command
+            # the next pass when the minute may turn, or sooner after a command; not
+            # wait_for: when the stop's cancel meets a command just answered, 3.11's wait_for
+            # returns the event's result and the cancel is lost (the daemon never stopped)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._answered.wait(), ANTICIPATE_EVERY)
+                async with asyncio.timeout(ANTICIPATE_EVERY):
+                    await self._answered.wait()
             self._answered.clear()
 
     async def _idle(self) -> None:
