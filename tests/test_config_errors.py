@@ -82,7 +82,7 @@ def test_a_variable_that_names_no_setting_is_a_warning(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="voiced.config"):
         load_settings(Path(__file__).parent / "empty.toml")
     # only the loader's own records: a client left by an earlier test may log meanwhile
-    warned = [r.getMessage() for r in caplog.records if r.name == "voiced.plugins"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "voiced.config"]
     assert warned == [
         "environment VOICED_PIPELNE__ASR: names no setting (known: VOICED_<section>__<key>)"
     ], warned
