@@ -410,13 +410,7 @@ class Pipeline:
         await self._idle()  # rendering the templates is Python work too (the GIL)
         # the daemon's own fixed answers: not understood, and no handler for the intent
         answers = [self.settings.pipeline.not_understood, CANNOT_DO]
-        for (kind, name), component in self.components.items():
-            if kind != "handler" or not hasattr(component, "fixed_answers"):
-                continue
-            try:
-                answers += await self.in_thread(component.fixed_answers)
-            except Exception as exc:
-                log.warning("handler %s: its fixed answers are not cached: %s", name, exc)
+        answers += await self._handlers_answers("fixed_answers", "fixed answers are not cached")
         assert self.tts is not None
         started = time.monotonic()
         voice = self.tts.active
@@ -438,14 +432,9 @@ class Pipeline:
         assert self.tts is not None
         while True:
             await self._idle()
-            answers: list[str] = []
-            for (kind, name), component in self.components.items():
-                if kind != "handler" or not hasattr(component, "anticipated_answers"):
-                    continue
-                try:
-                    answers += await self.in_thread(component.anticipated_answers)
-                except Exception as exc:
-                    log.warning("handler %s: its expected answers are not made: %s", name, exc)
+            answers = await self._handlers_answers(
+                "anticipated_answers", "expected answers are not made"
+            )
             voice = self.tts.active
             self.anticipation = await anticipate(
                 self.speech_cache, voice, answers, self.in_thread, self._idle, self._busy
@@ -459,6 +448,19 @@ class Pipeline:
                 async with asyncio.timeout(ANTICIPATE_EVERY):
                     await self._answered.wait()
             self._answered.clear()
+
+    async def _handlers_answers(self, method: str, failure: str) -> list[str]:
+        """What every handler with ``method`` answers by it, in a worker thread; a handler
+        whose ``method`` fails is logged ("its <failure>") and left out."""
+        answers: list[str] = []
+        for (kind, name), component in self.components.items():
+            if kind != "handler" or not hasattr(component, method):
+                continue
+            try:
+                answers += await self.in_thread(getattr(component, method))
+            except Exception as exc:
+                log.warning("handler %s: its %s: %s", name, failure, exc)
+        return answers
 
     async def _idle(self) -> None:
         """Return once no run is open, no ASR work is queued or running and no file or pipe
