@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 
+from voiced.config import Settings
+
 HOME = Path(__file__).parents[1] / "config" / "home.yaml"
+MULTILINGUAL_HOME = Path(__file__).parent / "homes" / "multilingual.yaml"
 
 
 class App:
@@ -20,8 +26,22 @@ class App:
         return self.intent if kind == "intent" else None
 
 
-def home_hassil(**options: Any) -> HassilIntent:
-    """hassil loaded on config/home.yaml (no extra sentence files), with ``options``."""
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[], **options))
+def home_hassil(home: Path = HOME, language: str | None = None, **options: Any) -> HassilIntent:
+    """hassil loaded on ``home`` (config/home.yaml; no extra sentence files), with
+    ``options``; with ``language``, for a daemon whose config speaks it."""
+    app = None if language is None else SimpleNamespace(settings=Settings(language=language))
+    stage = HassilIntent(HassilOptions(home=str(home), sentences=[], **options), app)
     stage.load()
     return stage
+
+
+@contextmanager
+def loaded(engines: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """``engines`` (name: ASR engine) loaded, and closed again when done."""
+    for engine in engines.values():
+        engine.load()
+    try:
+        yield engines
+    finally:
+        for engine in engines.values():
+            engine.close()

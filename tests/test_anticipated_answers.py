@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import datetime as dt
-from pathlib import Path
 
 import pytest
+from home_stages import HOME, home_hassil
 from pipeline_helpers import overrides, started_pipeline
 from speech import silence, steady_piper
 from test_handle_builtin import App, handle
@@ -21,18 +21,14 @@ from voiced_plugins.handle_builtin import (
     ResponsesHandler,
     ResponsesOptions,
 )
-from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
+from voiced_plugins.intent_hassil import HassilIntent
 
 from voiced.audio import write_wav
-
-HOME = Path(__file__).parents[1] / "config" / "home.yaml"
 
 
 @pytest.fixture(scope="module")
 def hassil() -> HassilIntent:
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[]))
-    stage.load()
-    return stage
+    return home_hassil()
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ config/home.yaml. The prompted retry is off, so each reading comes from one tech
 from __future__ import annotations
 
 import pytest
-from home_stages import App, home_hassil
+from home_stages import App, home_hassil, loaded
 from speech import espeak
 from voiced_plugins.asr_whisper.constrained import START, TokenGrammar, first_words
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
@@ -20,17 +20,15 @@ def hassil():
 
 @pytest.fixture(scope="module")
 def engines(hassil):
-    made = {
-        "rescore": WhisperCt2Asr(
-            WhisperCt2Options(home_retry=False, home_constrained=False), App(hassil)
-        ),
-        "constrained": WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(hassil)),
-    }
-    for engine in made.values():
-        engine.load()
-    yield made
-    for engine in made.values():
-        engine.close()
+    with loaded(
+        {
+            "rescore": WhisperCt2Asr(
+                WhisperCt2Options(home_retry=False, home_constrained=False), App(hassil)
+            ),
+            "constrained": WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(hassil)),
+        }
+    ) as made:
+        yield made
 
 
 @pytest.mark.parametrize(

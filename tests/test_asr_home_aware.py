@@ -6,7 +6,7 @@ The slips are what tiny.en really writes for these espeak-ng voices (measured, i
 from __future__ import annotations
 
 import pytest
-from home_stages import App, home_hassil
+from home_stages import App, home_hassil, loaded
 from speech import espeak, noise, silence
 from voiced_plugins.asr_whisper.choose import (
     Choice,
@@ -32,18 +32,16 @@ def snapping() -> HassilIntent:
 
 @pytest.fixture(scope="module")
 def engines(hassil, snapping):
-    made = {
-        "plain": WhisperCt2Asr(
-            WhisperCt2Options(hypotheses=1, home_retry=False, home_rescore=False), App(snapping)
-        ),
-        "retry": WhisperCt2Asr(WhisperCt2Options(home_rescore=False), App(snapping)),
-        "home": WhisperCt2Asr(WhisperCt2Options(), App(hassil)),
-    }
-    for engine in made.values():
-        engine.load()
-    yield made
-    for engine in made.values():
-        engine.close()
+    with loaded(
+        {
+            "plain": WhisperCt2Asr(
+                WhisperCt2Options(hypotheses=1, home_retry=False, home_rescore=False), App(snapping)
+            ),
+            "retry": WhisperCt2Asr(WhisperCt2Options(home_rescore=False), App(snapping)),
+            "home": WhisperCt2Asr(WhisperCt2Options(), App(hassil)),
+        }
+    ) as made:
+        yield made
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ model really writes for these voices (measured, issue 15); the home is config/ho
 from __future__ import annotations
 
 import pytest
-from home_stages import App, home_hassil
+from home_stages import App, home_hassil, loaded
 from speech import espeak
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 from voiced_plugins.asr_whisper.rescore import pick_rescored
@@ -19,20 +19,18 @@ def stages():
 
 @pytest.fixture(scope="module")
 def engines(stages):
-    made = {  # the prompted retry is off: each technique on its own
-        "before": WhisperCt2Asr(
-            WhisperCt2Options(home_retry=False, home_rescore=False), App(stages["snapping"])
-        ),
-        "repair": WhisperCt2Asr(
-            WhisperCt2Options(home_retry=False, home_rescore=False), App(stages["home"])
-        ),
-        "rescore": WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(stages["home"])),
-    }
-    for engine in made.values():
-        engine.load()
-    yield made
-    for engine in made.values():
-        engine.close()
+    with loaded(
+        {  # the prompted retry is off: each technique on its own
+            "before": WhisperCt2Asr(
+                WhisperCt2Options(home_retry=False, home_rescore=False), App(stages["snapping"])
+            ),
+            "repair": WhisperCt2Asr(
+                WhisperCt2Options(home_retry=False, home_rescore=False), App(stages["home"])
+            ),
+            "rescore": WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(stages["home"])),
+        }
+    ) as made:
+        yield made
 
 
 def _slip_is_real(engines, stages, audio: bytes) -> str:

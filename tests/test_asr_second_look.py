@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import soundfile
-from home_stages import App, home_hassil
+from home_stages import App, home_hassil, loaded
 from speech import espeak
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 
@@ -40,19 +40,17 @@ def hassil():
 
 @pytest.fixture(scope="module")
 def engines(hassil):
-    made = {
-        "0.8": WhisperCt2Asr(
-            WhisperCt2Options(home_retry=False, home_rescore_drop=0.8), App(hassil)
-        ),
-        "1.5": WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(hassil)),
-        "one look": WhisperCt2Asr(WhisperCt2Options(), App(hassil)),  # the default
-        "two looks": WhisperCt2Asr(WhisperCt2Options(home_rescore_full=True), App(hassil)),
-    }
-    for engine in made.values():
-        engine.load()
-    yield made
-    for engine in made.values():
-        engine.close()
+    with loaded(
+        {
+            "0.8": WhisperCt2Asr(
+                WhisperCt2Options(home_retry=False, home_rescore_drop=0.8), App(hassil)
+            ),
+            "1.5": WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(hassil)),
+            "one look": WhisperCt2Asr(WhisperCt2Options(), App(hassil)),  # the default
+            "two looks": WhisperCt2Asr(WhisperCt2Options(home_rescore_full=True), App(hassil)),
+        }
+    ) as made:
+        yield made
 
 
 @pytest.mark.parametrize(

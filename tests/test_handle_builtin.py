@@ -4,25 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 import pytest
+from home_stages import home_hassil
 from voiced_plugins.handle_builtin import (
     BuiltinHandler,
     BuiltinOptions,
     ResponsesHandler,
     ResponsesOptions,
 )
-from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
+from voiced_plugins.intent_hassil import HassilIntent
 
 from voiced.context import RunContext
 from voiced.events import Event, EventType
 from voiced.hookspecs import hookimpl
 from voiced.intents import Intent, Response
 from voiced.plugins import new_plugin_manager
-
-HOME = Path(__file__).parents[1] / "config" / "home.yaml"
 
 
 class App:
@@ -66,9 +64,7 @@ class App:
 
 @pytest.fixture(scope="module")
 def hassil() -> HassilIntent:
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[]))
-    stage.load()
-    return stage
+    return home_hassil()
 
 
 @pytest.fixture

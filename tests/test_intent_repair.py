@@ -5,20 +5,15 @@ The slips are ones tiny.en writes (issue 15); the home is config/home.yaml.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from home_stages import home_hassil
 from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 from voiced_plugins.intent_hassil.repair import Candidate, SentenceGraph, choose_repair, tokens
-
-HOME = Path(__file__).parents[1] / "config" / "home.yaml"
 
 
 @pytest.fixture(scope="module")
 def hassil() -> HassilIntent:
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[]))
-    stage.load()
-    return stage
+    return home_hassil()
 
 
 @pytest.mark.parametrize(
@@ -70,8 +65,7 @@ def test_a_repair_must_act_on_something_the_home_has(hassil):
 
 
 def test_repair_can_be_turned_off():
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[], repair=False))
-    stage.load()
+    stage = home_hassil(repair=False)
     assert stage.graph is None
     assert stage.recognize("is the front door lock") is None
 

@@ -5,24 +5,16 @@ home has, never for chatter. The heard texts are what Whisper base wrote for esp
 
 from __future__ import annotations
 
-from pathlib import Path
-from types import SimpleNamespace
-
 import pytest
-from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
+from home_stages import MULTILINGUAL_HOME, home_hassil
 from voiced_plugins.intent_hassil.homophones import SoundIndex, folded, sounds
 
-from voiced.config import Settings
-
 pytest.importorskip("pypinyin", reason="needs voiced[languages]")
-HOME = Path(__file__).parent / "homes" / "multilingual.yaml"
 
 
 @pytest.fixture(scope="module")
 def mandarin():
-    app = SimpleNamespace(settings=Settings(language="zh-CN"))
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[]), app)
-    stage.load()
+    stage = home_hassil(MULTILINGUAL_HOME, language="zh-CN")
     yield stage
     stage.close()
 
@@ -71,7 +63,5 @@ def test_chatter_and_garbage_match_nothing_by_sound(mandarin, chatter):
 
 
 def test_other_languages_are_not_read_as_pinyin():
-    app = SimpleNamespace(settings=Settings(language="de"))
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[]), app)
-    stage.load()
+    stage = home_hassil(MULTILINGUAL_HOME, language="de")
     assert stage.sounds is None

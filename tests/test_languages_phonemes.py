@@ -7,24 +7,17 @@ its metaphone. The heard texts are what Whisper base wrote for espeak-ng's Germa
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
+from home_stages import MULTILINGUAL_HOME, home_hassil
 from voiced_plugins.intent_hassil.phonemes import Phonemes, for_language, respelled
 
-from voiced.config import Settings
-
 pytestmark = pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="needs espeak-ng")
-HOME = Path(__file__).parent / "homes" / "multilingual.yaml"
 
 
 @pytest.fixture(scope="module")
 def german():
-    app = SimpleNamespace(settings=Settings(language="de"))
-    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[]), app)
-    stage.load()
+    stage = home_hassil(MULTILINGUAL_HOME, language="de")
     yield stage
     stage.close()
 
