@@ -31,7 +31,7 @@ from .common import (
     too_quiet,
     window_seconds,
 )
-from .constrained import GrammarCache, WithConstrained, commands_found
+from .constrained import GrammarCache, TokenGrammar, WithConstrained, commands_found
 from .fallback import Decode, FallbackOptions, repetitive, with_fallback
 from .language import check_languages, pinned
 from .models import ModelError, load_error, resolve_ct2
@@ -151,8 +151,14 @@ class WhisperCt2Asr:
             language = pinned(self.name, requested, opts.language, self.multilingual)
             rescorer = rescorer_of(checker_of(self.app, language))
             if rescorer is not None:
-                cache = self._grammars.setdefault(language, GrammarCache())
-                cache.get(rescorer, self._tokenizer(language))
+                self._grammar(language, rescorer)
+
+    def _grammar(self, language: str | None, rescorer: Any) -> TokenGrammar | None:
+        """The constrained search's token grammar of ``rescorer``'s home in ``language``
+        (built once per home; None when the home has no sentence graph)."""
+        return self._grammars.setdefault(language, GrammarCache()).get(
+            rescorer, self._tokenizer(language)
+        )
 
     def close(self) -> None:
         self._model = None
@@ -273,13 +279,7 @@ class WhisperCt2Asr:
 
             texts = [h.text for h in heard]
             judge_with: Any = rescorer
-            grammar = (
-                self._grammars.setdefault(language, GrammarCache()).get(
-                    rescorer, self._tokenizer(language)
-                )
-                if opts.home_constrained
-                else None
-            )
+            grammar = self._grammar(language, rescorer) if opts.home_constrained else None
             if grammar is not None:
                 if width not in constrained:
                     constrained[width] = commands_found(
