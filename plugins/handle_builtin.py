@@ -378,14 +378,29 @@ class ResponsesHandler:
         """What this handler may say soon, as the home is now (the daemon synthesizes them
         ahead of need): each state answer for each entity ("Yes" / "No, unlocked" for "is
         the front door locked", "Outside temperature is 12 °C"), and "Temperature set to …"
-        for the common temperatures."""
+        for the common temperatures, and "not aware of any climate in the Bedroom area" where
+        a place has none to read."""
         others = {k: v for k, v in self.responses.items() if k not in HANDLED}
         answers = state_answers(others, _home(self.app))
         template = (others.get("HassClimateSetTemperature") or {}).get("default")
         if template:
             for degrees in COMMON_TEMPERATURES:
                 answers.append(_render_quietly(template, {"temperature": str(degrees)}))
+        answers += self._none_of_kind_answers()
         return [text for text in dict.fromkeys(answers) if text]
+
+    def _none_of_kind_answers(self) -> list[str]:
+        home = _home(self.app)
+        if home is None:
+            return []
+        answers = []
+        for name, domain in READS_ONE.items():
+            areas = [{"area": a.name} for a in home.areas] if name in ASKED_BY_PLACE else []
+            for slots in [{}, *areas]:
+                intent = Intent(name, slots, "", recognizer="anticipated")
+                if not home.match({**slots, "domain": domain}):
+                    answers.append(self._none_of_kind(intent, domain, self.errors).speech)
+        return answers
 
     def close(self) -> None:
         pass
@@ -408,6 +423,8 @@ class ResponsesHandler:
                     unmatched.append(entity)
             if intent.slots.get("name") not in (None, "all") and not entities:
                 return self._unknown(intent, errors)
+            if intent.name in READS_ONE and not entities:
+                return self._none_of_kind(intent, READS_ONE[intent.name], errors)
         speech = response_for(intent, responses, matched, unmatched)
         if speech is None:
             return None
@@ -423,8 +440,24 @@ class ResponsesHandler:
         speech = speech or f"Sorry, I am not aware of any device called {slots['name']}"
         return Response(speech, self.name, data={"acted": False, "error": key})
 
+    def _none_of_kind(self, intent: Intent, domain: str, errors: dict[str, str]) -> Response:
+        """Home Assistant's "not aware of any climate in the Bedroom area": a question about
+        a kind of device the home (or the place named) has none of."""
+        slots = intent.slots
+        place = "area" if slots.get("area") else "floor" if slots.get("floor") else None
+        key = f"no_domain_in_{place}" if place else "no_domain"
+        values = {"domain": domain, "area": slots.get("area"), "floor": slots.get("floor")}
+        speech = _plain_template(errors.get(key, ""), **values)
+        speech = speech or f"Sorry, I am not aware of any {domain.replace('_', ' ')}"
+        return Response(speech, self.name, data={"acted": False, "error": key})
+
 
 # -- helpers --------------------------------------------------------------------------------
+
+# Questions answered from the state of the one entity they find (Home Assistant's templates
+# read ``state``): with none, the answer is that there is none, not a broken template.
+READS_ONE = {"HassClimateGetTemperature": "climate", "HassGetWeather": "weather"}
+ASKED_BY_PLACE = frozenset({"HassClimateGetTemperature"})  # "… in the bedroom"; weather: no
 
 _PLAIN_ERRORS = {
     "timer_not_found": "Sorry, I couldn't find that timer",

@@ -203,6 +203,21 @@ async def test_responses_says_it_does_not_know_an_entity_the_home_lacks(response
     assert response.speech
 
 
+async def test_responses_says_there_is_nothing_to_read_where_the_home_has_none(responses, hassil):
+    # config/home.yaml: its only thermostat is in the hallway, and it has no weather entity
+    bedroom = await handle(responses, hassil, "what is the temperature in the bedroom")
+    assert bedroom.speech == "Sorry, I am not aware of any climate in the Bedroom area"
+    assert bedroom.data == {"acted": False, "error": "no_domain_in_area"}
+    weather = await handle(responses, hassil, "what is the weather like")
+    assert weather.speech == "Sorry, I am not aware of any weather"
+    assert weather.data["error"] == "no_domain"
+    hallway = await handle(responses, hassil, "what is the temperature in the hallway")
+    assert hallway.speech == "20 degrees"
+    expected = responses.anticipated_answers()
+    assert bedroom.speech in expected and weather.speech in expected
+    assert "Sorry, I am not aware of any climate in the Hallway area" not in expected
+
+
 async def test_handlers_run_in_order_builtin_then_others_then_responses(builtin, responses, hassil):
     class Lights:
         """Stands in for an action handler (like the MQTT one) registered in the same manager."""
