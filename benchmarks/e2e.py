@@ -209,6 +209,7 @@ async def hear(pipeline: Any, recorder: Recorder, path: Path) -> tuple[dict[str,
     site = pipeline.sites.get(SITE)
     for run in runs.values():
         run["speculations"] = dict(site.speculations) if site is not None else {}
+        run["speculation_log"] = list(site.speculation_log) if site is not None else []
     return runs, clock0
 
 
@@ -243,6 +244,7 @@ async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], fol
         "rate": item.get("rate"),
         "channels": item.get("channels"),
         "speculations": main.get("speculations", {}),
+        "speculation_log": main.get("speculation_log", []),
         "answer": main["tts-start"].data.get("text") if "tts-start" in main else None,
         "asr_s": main["transcript"].data.get("asr_seconds") if "transcript" in main else None,
         # the first piece came from the speech cache (no synthesis between intent and audio)
@@ -253,6 +255,19 @@ async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], fol
         ),
         **(run_timing(main, speech_end) if main else {}),
     }
+
+
+def describe_pass(entry: dict[str, Any]) -> str:
+    """One speculative pass of a file, for the log: when it ran in its pause, what it heard
+    and what the early-commit rule said."""
+    start, back = entry.get("silence_s"), entry.get("back_s")
+    when = f"pause {entry.get('pause')} at {_ms(start)} -> back at {_ms(back)}"
+    asr = f" asr {_ms(entry['asr_s'])}" if "asr_s" in entry else ""
+    return f"{when}{asr} {entry.get('text', '')!r}: {entry.get('verdict', 'running')}"
+
+
+def _ms(seconds: float | None) -> str:
+    return "speech" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
 def summarize(results: list[dict[str, Any]], label: str = "e2e") -> list[Row]:
@@ -472,6 +487,8 @@ async def run(
                     f" {result.get('speculations')}",
                     file=sys.stderr,
                 )
+                for entry in result.get("speculation_log", []):
+                    print(f"      pass {describe_pass(entry)}", file=sys.stderr)
         if compare:
             slice_rows, judged = await pause_slice(pipeline, recorder)
     finally:

@@ -135,6 +135,9 @@ async def test_a_timer_with_a_pause_before_its_duration_is_set_once_complete(tmp
 class SlowAsr:
     """The real Whisper engine behind a 0.4 s delay: a speculation outlives a 0.45 s pause."""
 
+    delay = 0.4
+    calls = 0  # transcriptions asked of engines of this kind
+
     def __init__(self, options: Any, app: Any) -> None:
         from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 
@@ -145,8 +148,15 @@ class SlowAsr:
         self.engine.load()
 
     def transcribe(self, audio: bytes, language: str | None = None):
-        time.sleep(0.4)
+        type(self).calls += 1
+        time.sleep(self.delay)
         return self.engine.transcribe(audio, language)
+
+
+class SlowerAsr(SlowAsr):
+    """Behind a 0.8 s delay: a pass begun 0.1 s into the final pause outlasts its 0.7 s."""
+
+    delay = 0.8
 
     def close(self) -> None:
         self.engine.close()
@@ -156,6 +166,7 @@ class SlowStages:
     @hookimpl
     def voiced_register_stages(self, register):
         register("asr", "slow-whisper", SlowAsr)
+        register("asr", "slower-whisper", SlowerAsr)
 
 
 async def test_a_speculation_overtaken_by_more_speech_is_dropped_without_a_trace(tmp_path):
@@ -169,6 +180,38 @@ async def test_a_speculation_overtaken_by_more_speech_is_dropped_without_a_trace
     assert "fan" in transcript.data["text"].lower() and "early_commit" not in transcript.data
     assert all("fan" in e.data["text"].lower() for e in events.of("intent"))
     assert len(events.runs()) == 1
+
+
+async def test_a_pass_still_running_at_the_endpoint_answers_instead_of_a_second_one(tmp_path):
+    # On a busy machine the pass made in the final pause comes back after the 0.7 s endpoint:
+    # nothing but silence followed what it heard, so it is the utterance's transcript (a
+    # full pass queued beside it would only share the CPU with it and answer later).
+    SlowerAsr.calls = 0
+    wav = spoken(tmp_path / "late.wav", "Turn on the desk lamp.")
+    events, speculations = await listen(
+        wav, pipeline={"asr": ["slower-whisper"]}, plugins=[("slow", SlowStages())]
+    )
+    assert reasons(events) == ["silence"]  # the endpoint came first: not an early commit
+    assert speculations["reused"] == 1 and speculations["committed"] == 0
+    assert SlowerAsr.calls == 1  # one transcription, past warm-up: the pass's own
+    (transcript,) = events.of("transcript")
+    assert transcript.data["speculative"] is True and transcript.data["early_commit"] is False
+    assert [(e.data["name"], e.data["slots"]) for e in events.of("intent")] == [
+        ("HassTurnOn", {"name": "Desk Lamp"})
+    ]
+    assert len(events.of("handled")) == 1 and len(events.runs()) == 1
+
+
+async def test_a_late_pass_on_free_speech_still_gets_the_full_pass_after_it(tmp_path):
+    SlowerAsr.calls = 0
+    wav = spoken(tmp_path / "late-free.wav", "Tell me a story.")
+    events, speculations = await listen(
+        wav, pipeline={"asr": ["slower-whisper"]}, plugins=[("slow", SlowStages())]
+    )
+    assert reasons(events) == ["silence"] and speculations["reused"] == 0
+    assert SlowerAsr.calls == 2  # the pass found no command: the full pass, once it was back
+    (transcript,) = events.of("transcript")
+    assert "speculative" not in transcript.data and "story" in transcript.data["text"].lower()
 
 
 async def test_early_commit_off_waits_the_full_silence_as_before(tmp_path):

@@ -186,12 +186,15 @@ def four_commands(tmp_path_factory) -> Path:
 async def test_when_asr_falls_behind_a_live_source_the_oldest_utterance_is_dropped_with_an_error(
     four_commands,
 ):
-    # paced in real time, the file is a microphone: the speaker cannot be asked to wait
+    # paced in real time, the file is a microphone: the speaker cannot be asked to wait.
+    # Early commit off: with it, each utterance ends in the pause its slow pass is still
+    # transcribing and is answered from that pass, so nothing would queue up behind it.
     live_file = {"path": str(four_commands), "realtime": True}
     _, events = await run_pipeline(
         overrides(
             pipeline={"asr": ["slower-whisper"], "asr_queue_size": 1, "tts": ["piper"]},
             stages={"source": {"file": live_file}},
+            vad={"early_commit": False},
         ),
         [("slow", SlowStages())],
     )
@@ -202,6 +205,30 @@ async def test_when_asr_falls_behind_a_live_source_the_oldest_utterance_is_dropp
     assert len(ends) == 4  # every utterance ends one way or the other: none lost silently
     assert sum(1 for r in ends.values() if r == "dropped") == len(dropped)
     assert len(events.of("transcript")) == 4 - len(dropped)
+
+
+async def test_with_early_commit_slow_passes_answer_their_utterances_and_none_is_dropped(
+    four_commands,
+):
+    # The same slow ASR and queue of one: each command's pass, begun in its final pause, is
+    # still running at the endpoint and answers it (a strict command) instead of a full pass
+    # queued beside it, so the queue of one does not overflow.
+    live_file = {"path": str(four_commands), "realtime": True}
+    _, events = await run_pipeline(
+        overrides(
+            pipeline={"asr": ["slower-whisper"], "asr_queue_size": 1, "tts": ["piper"]},
+            stages={"source": {"file": live_file}},
+        ),
+        [("slow", SlowStages())],
+    )
+    assert not [e for e in events.of("error") if e.data["stage"] == "asr-queue"]
+    ends = {e.run_id: e.data["reason"] for e in events.of("run-end")}
+    assert len(ends) == 4 and set(ends.values()) == {"done"}
+    transcripts = events.of("transcript")
+    assert len(transcripts) == 4
+    # strict commands come from their pass; a draft that is not one got its full pass after
+    assert any(t.data.get("speculative") for t in transcripts)
+    assert not any(t.data.get("early_commit") for t in transcripts)  # no pass was in time
 
 
 async def test_a_file_read_as_fast_as_it_goes_waits_for_asr_and_loses_nothing(four_commands):

@@ -177,3 +177,21 @@ def test_the_speculation_never_starts_after_the_commit_pause():
     events = segmenter.feed(tone(0.5) + silence(0.3))
     paused = next(e for e in events if isinstance(e, SpeechPaused))
     assert abs(len(paused.audio) / 32000 - 0.75) < 0.05  # at the commit pause, 0.25 s
+
+
+def test_a_pause_taken_late_says_how_much_silence_it_already_holds():
+    # A pass on the utterance so far is padded to the silence the endpoint's audio ends with:
+    # a pause taken 0.4 s in already holds 0.4 s of it (padding the usual 0.6 s on top would
+    # give Whisper a longer clip than the endpoint's, which it may hear differently).
+    config = VadConfig(speech_seconds=0.1, speculate_pause=0.1, early_commit_pause=0.25)
+    segmenter = UtteranceSegmenter(LoudnessVad(), config)
+    events = segmenter.feed(tone(0.5) + silence(0.12))
+    first = next(e for e in events if isinstance(e, SpeechPaused))
+    segmenter.feed(silence(0.28))
+    late = segmenter.snapshot()
+    assert abs(first.silence - 0.1) < 0.011 and abs(late.silence - 0.4) < 0.011
+    assert late.pause == first.pause
+    (ended,) = (e for e in segmenter.feed(silence(0.5)) if isinstance(e, SpeechEnded))
+    for pause in (first, late):
+        padded = len(pause.audio) / 32000 + segmenter.endpoint_silence - pause.silence
+        assert abs(padded - ended.seconds) < 0.011  # what the endpoint's pass hears

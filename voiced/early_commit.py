@@ -48,17 +48,32 @@ _WORDS = re.compile(r"[\w']+")
 
 def complete_command(intent: Intent | None, text: str, recognizers: Iterable[str]) -> bool:
     """Whether ``intent`` (recognized from ``text`` heard so far) may be acted on now."""
-    if intent is None or intent.recognizer not in set(recognizers):
-        return False
+    return why_not(intent, text, recognizers) is None
+
+
+def why_not(intent: Intent | None, text: str, recognizers: Iterable[str]) -> str | None:
+    """Why ``intent`` (from ``text`` heard so far) may not be acted on now; None: it may."""
+    if intent is None:
+        return "no intent"
+    if intent.recognizer not in set(recognizers):
+        return f"recognizer {intent.recognizer}"
     if not strict_match(intent):
-        return False
+        return "not strict"
     if not intent.slots.get("name"):
         place = any(_spoken(intent, slot) for slot in PLACE_SLOTS)
         kind = intent.name in IMPLIED_KIND or any(intent.slots.get(slot) for slot in KIND_SLOTS)
-        if place != kind:
-            return False  # a place or a kind of device alone: a longer command may follow
+        if place and not kind:
+            return "a place alone"  # a longer command may follow
+        if kind and not place:
+            return "a kind alone"
     words = _WORDS.findall(text.casefold())
-    return bool(words) and words[-1] not in DANGLING and not _TRAILS_OFF.search(text)
+    if not words:
+        return "no words"
+    if words[-1] in DANGLING:
+        return f"ends on {words[-1]!r}"
+    if _TRAILS_OFF.search(text):
+        return "trails off"
+    return None
 
 
 def _spoken(intent: Intent, slot: str) -> bool:

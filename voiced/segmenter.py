@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ class SpeechPaused:
     stream_time: float
     audio: bytes
     pause: int
+    silence: float = 0.0  # seconds of silence at the end of ``audio``
 
 
 SegmentEvent = SpeechStarted | SpeechPaused | SpeechEnded
@@ -79,6 +81,11 @@ class UtteranceSegmenter:
         return self._pause
 
     @property
+    def silence(self) -> float:
+        """Seconds of silence since the last speech frame of the utterance in progress."""
+        return self._silence_run if self._in_speech else 0.0
+
+    @property
     def paused(self) -> bool:
         """In an utterance, and silent for at least ``early_commit_pause``: it may end early."""
         return self._in_speech and self._silence_run >= self.config.early_commit_pause
@@ -93,9 +100,17 @@ class UtteranceSegmenter:
         """Silence that starts a speculative pass: ``speculate_pause``, at most the commit's."""
         return min(self.config.speculate_pause, self.config.early_commit_pause)
 
+    @property
+    def endpoint_silence(self) -> float:
+        """The silence an utterance ending in silence holds at its end (whole frames)."""
+        frames = math.ceil(self.config.silence_seconds / self.frame_seconds - 1e-6)
+        return frames * self.frame_seconds
+
     def snapshot(self) -> SpeechPaused:
         """The utterance so far, as a pause to speculate on (call only while ``in_speech``)."""
-        return SpeechPaused(self.stream_time, b"".join(self._utterance), self._pause)
+        return SpeechPaused(
+            self.stream_time, b"".join(self._utterance), self._pause, self._silence_run
+        )
 
     def utterance_since(self, offset: int) -> bytes:
         """The utterance in progress from byte ``offset`` (a multiple of whole frames) on:
@@ -171,7 +186,7 @@ class UtteranceSegmenter:
                 self.config.early_commit
                 and before < pause <= self._silence_run < self.config.silence_seconds
             ):
-                return SpeechPaused(self.stream_time, b"".join(self._utterance), self._pause)
+                return self.snapshot()
         if self._silence_run >= self.config.silence_seconds:
             return self._end("silence")
         if len(self._utterance) * self.frame_seconds >= self.config.max_command_seconds:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from voiced import events as ev
 from voiced.audio import PIPELINE_FORMAT, AudioChunk
 from voiced.config import ConversationConfig
-from voiced.early_commit import complete_command, strict_match
+from voiced.early_commit import strict_match, why_not
 from voiced.events import Event
 from voiced.run import Phase, Run, Speculation, Utterance
 from voiced.segmenter import SpeechEnded, SpeechPaused, SpeechStarted, UtteranceSegmenter
@@ -26,6 +26,8 @@ from voiced.speech_stream import SpeechStream
 from voiced.stages import Sink, Wake, WakeDetection
 
 log = logging.getLogger(__name__)
+
+SPECULATIONS_LOGGED = 16
 
 
 class Site(SiteRuns):
@@ -58,7 +60,12 @@ class Site(SiteRuns):
         # when ASR has no room for it); ``commit_early`` answers a run from that speculation.
         self.speculate = speculate
         self.commit_early = commit_early
-        self._speculation: asyncio.Task[None] | None = None
+        self._speculation: asyncio.Task[Speculation | None] | None = None
+        self._speculating_on: tuple[Run, int] | None = None  # its run and pause
+        # An utterance that ended in the pause a pass is still transcribing: it waits for
+        # that pass (answered from it, or then queued for the full pass) in this task.
+        self._ending: asyncio.Task[None] | None = None
+        self._ended_in: tuple[Run, int] | None = None  # that utterance's run and pause
         # The last speculation heard in full but not committed: (run, pause, speculation).
         # If the utterance then ends in that same pause, it is the normal transcript.
         self._heard: tuple[Run, int, Speculation] | None = None
@@ -67,6 +74,8 @@ class Site(SiteRuns):
         self._ready: tuple[Run, int, Speculation] | None = None
         # How pauses went: started, no-room, stale, incomplete, committed (benchmarks, tests).
         self.speculations: Counter[str] = Counter()
+        # What the latest passes heard and why they did or did not commit (benchmarks, logs).
+        self.speculation_log: deque[dict[str, Any]] = deque(maxlen=SPECULATIONS_LOGGED)
         self.claim_wake = claim_wake  # multi-room arbiter: may this site act on its wake word?
         # A microphone beside a speaker hears our answers; a file or a pipe does not.
         self.hears_playback = hears_playback
@@ -141,6 +150,8 @@ class Site(SiteRuns):
             self._end_listening("end-of-stream")
         if self._speculation is not None:
             await asyncio.gather(self._speculation, return_exceptions=True)
+        if self._ending is not None:
+            await asyncio.gather(self._ending, return_exceptions=True)
 
     # -- control ----------------------------------------------------------------------------
 
@@ -227,45 +238,100 @@ class Site(SiteRuns):
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
+        if self._ending is not None:  # the utterance before this one is queued first
+            await asyncio.gather(self._ending, return_exceptions=True)
         self._ready = None  # the endpoint came first: _same_audio reuses it if it may
         speculation = self._same_audio(event)
+        in_flight = self._in_flight(event) if speculation is None else None
         stream, self._stream = self._stream, None
-        if stream is not None and speculation is None:
-            stream.send_rest(event.audio)
-        elif stream is not None:
-            stream.abort()  # the speculation answers; the remote's pass is not needed
         run = self._speech_ended(event)
         if speculation is not None:
-            self.speculations["reused"] += 1
-            self.commit_early(run, replace(speculation, early=False))  # type: ignore[misc]
+            if stream is not None:
+                stream.abort()  # the speculation answers; the remote's pass is not needed
+            self._answer_from(run, speculation)
+        elif in_flight is not None:
+            self._ended_in = (run, event.pause)
+            self._ending = asyncio.ensure_future(self._end_after(run, event, stream, in_flight))
+        else:
+            await self._submit(run, event, stream)
+
+    async def _end_after(
+        self,
+        run: Run,
+        event: SpeechEnded,
+        stream: SpeechStream | None,
+        pass_: asyncio.Task[Speculation | None],
+    ) -> None:
+        """The utterance ended in the pause a pass is still transcribing, with nothing but
+        silence after it: that pass is the normal one (a second, full pass queued beside it
+        would only share the CPU with it). A strict command in it is answered from it; else
+        the utterance goes to the full pass as usual."""
+        try:
+            speculation = await asyncio.shield(pass_)
+        except Exception:
+            speculation = None
+        finally:
+            self._ending = self._ended_in = None
+        if speculation is not None and self._reusable(speculation) and not run.cancelled:
+            if stream is not None:
+                stream.abort()
+            self._answer_from(run, speculation)
             return
+        await self._submit(run, event, stream)
+
+    async def _submit(self, run: Run, event: SpeechEnded, stream: SpeechStream | None) -> None:
+        if stream is not None:
+            stream.send_rest(event.audio)
         await self.submit(Utterance(run, event.audio, event.reason, stream=stream))
+
+    def _answer_from(self, run: Run, speculation: Speculation) -> None:
+        """The pass made in the pause the utterance ended in answers it at its endpoint."""
+        self.speculations["reused"] += 1
+        self.commit_early(run, replace(speculation, early=False))  # type: ignore[misc]
 
     def _drop_stream(self) -> None:
         stream, self._stream = self._stream, None
         if stream is not None:
             stream.abort()
 
+    def _ended_in_pause(self, event: SpeechEnded) -> bool:
+        """The utterance ended in silence (or with the stream) in the pause ``event.pause``:
+        what a pass made in that pause heard is all of it but silence."""
+        config = self.segmenter.config
+        return (
+            event.reason in ("silence", "end-of-stream")
+            and config.early_commit
+            and not self.muted
+            and self.current is not None
+        )
+
     def _same_audio(self, event: SpeechEnded) -> Speculation | None:
         """A finished speculation of exactly this utterance, if there is one: made in the
         pause the utterance ended in (nothing but silence was heard after it), from the
         padded audio the normal pass would transcribe. Used only when it recognized a command
-        strictly (a misheard or free-speech draft gets the full pass). One still running is
-        not waited for: a speculation never delays committed work (nor this site's audio)."""
-        run = self.current
-        config = self.segmenter.config
-        if event.reason != "silence" or run is None or not config.early_commit or self.muted:
-            self._heard = None
-            return None
+        strictly (a misheard or free-speech draft gets the full pass)."""
         heard, self._heard = self._heard, None
-        if heard is None or heard[0] is not run or heard[1] != event.pause or run.ended:
+        if not self._ended_in_pause(event) or heard is None:
             return None
-        speculation = heard[2]
+        run = self.current
+        if heard[0] is not run or heard[1] != event.pause or run.ended:
+            return None
+        return heard[2] if self._reusable(heard[2]) else None
+
+    def _in_flight(self, event: SpeechEnded) -> asyncio.Task[Speculation | None] | None:
+        """The pass still transcribing the pause this utterance ended in, if one is."""
+        if not self._ended_in_pause(event) or self._speculation is None:
+            return None
+        if self._speculating_on != (self.current, event.pause):
+            return None
+        return self._speculation
+
+    def _reusable(self, speculation: Speculation) -> bool:
+        """A strict command of the early-commit recognizers: what the full pass would act on
+        too (a misheard or free-speech draft gets the full pass: rescoring, the LLM)."""
         intent = speculation.intent
-        recognizers = config.early_commit_recognizers
-        if intent is None or intent.recognizer not in recognizers or not strict_match(intent):
-            return None
-        return speculation
+        recognizers = self.segmenter.config.early_commit_recognizers
+        return intent is not None and intent.recognizer in recognizers and strict_match(intent)
 
     def _speech_ended(self, event: SpeechEnded) -> Run:
         self._drop_stream()  # an early commit answers from its speculation instead
@@ -285,41 +351,65 @@ class Site(SiteRuns):
             return
         if self._speculation is not None:
             return  # one at a time; when it comes back stale, the pause gets its own
+        self._speculating_on = (self.current, event.pause)
         self._speculation = asyncio.ensure_future(self._speculate(self.current, event))
 
-    async def _speculate(self, run: Run, pause: SpeechPaused) -> None:
+    async def _speculate(self, run: Run, pause: SpeechPaused) -> Speculation | None:
+        """One pass on the utterance so far; it acts when the pause is still on and the
+        command complete, and is returned for the endpoint that may be waiting for it."""
         assert self.speculate is not None and self.commit_early is not None
         # Heard as the normal endpoint would hear it if the speaker stopped here: with the
-        # rest of the silence (Whisper hears a clipped ending differently, worse).
-        config = self.segmenter.config
-        rest = max(0.0, config.silence_seconds - self.segmenter.speculate_after)
+        # rest of the silence (Whisper hears a clipped ending differently, worse), and no more
+        # of it than the endpoint's (a pause taken late already holds some).
+        rest = max(0.0, self.segmenter.endpoint_silence - pause.silence)
         padded = pause.audio + bytes(2 * round(rest * PIPELINE_FORMAT.rate))
+        entry: dict[str, Any] = {"pause": pause.pause, "silence_s": self._silence()}
+        self.speculation_log.append(entry)
         try:
             speculation = await self.speculate(run, padded)
         finally:
-            self._speculation = None
+            self._speculation = self._speculating_on = None
+        entry["back_s"] = self._silence()
         if speculation is None:
             self.speculations["no-room"] += 1
-            return
+            entry["verdict"] = "no room"
+            return None
         self.speculations["started"] += 1
+        entry |= {
+            "asr_s": round(speculation.asr_seconds, 3),
+            "audio_s": round(speculation.audio_seconds, 3),
+            "text": speculation.transcript.text,
+        }
+        recognizers = self.segmenter.config.early_commit_recognizers
+        verdict = why_not(speculation.intent, speculation.transcript.text, recognizers)
+        if self._ended_in == (run, pause.pause):
+            entry["verdict"] = f"{verdict or 'complete'}, at the endpoint"
+            return speculation  # the utterance ended in this pause: _end_after decides
         if not self._unchanged(run, pause.pause):
             self.speculations["stale"] += 1
+            entry["verdict"] = "stale"
             if self._unchanged(run) and self.segmenter.pause != pause.pause:
                 self._on_speech_pause(self.segmenter.snapshot())  # a newer pause, unheard
-            return  # speech resumed (or the utterance ended): dropped without a trace
-        recognizers = self.segmenter.config.early_commit_recognizers
+            return None  # speech resumed (or the utterance ended): dropped without a trace
+        entry["verdict"] = verdict or "complete"
         log.debug(
-            "[%s] speculative transcript %r: %s",
+            "[%s] speculative transcript %r: %s (%s)",
             self.site_id,
             speculation.transcript.text,
             speculation.intent.to_dict() if speculation.intent else "no intent",
+            entry["verdict"],
         )
         self._heard = (run, pause.pause, speculation)
-        if not complete_command(speculation.intent, speculation.transcript.text, recognizers):
+        if verdict is not None:
             self.speculations["incomplete"] += 1
-            return  # free speech or half a command: the normal endpoint decides
+            return speculation  # free speech or half a command: the normal endpoint decides
         self._ready = (run, pause.pause, speculation)
         self._commit_ready()  # now if the pause is long enough, else when it is (feed)
+        return speculation
+
+    def _silence(self) -> float | None:
+        """The pause so far (s), or None once speech resumed or the utterance ended."""
+        return round(self.segmenter.silence, 3) if self.segmenter.pausing else None
 
     def _commit_ready(self) -> None:
         """Commit the complete speculation waiting for its pause to reach
