@@ -13,7 +13,9 @@ same files with the same model (bundled tiny.en, CTranslate2 int8, CPU; one row 
   row (templates only -> + name snapping -> + N-best -> + prompted retry -> + sentence
   repair of misheard command words -> + rescoring the home's nearby sentences against the
   audio -> + decoding within the home's sentences (constrained.py), its commands rescored
-  too -> + the first look's limit widened from 0.8 to 1.5 a token = the default), the
+  too -> + the first look's limit widened from 0.8 to 1.5 a token -> + each candidate scored
+  in its best surface form, as Whisper writes (rescore.py ``surface_forms``) -> + the limit
+  at 2.0 = the default), the
   default with a second look in the full window after the prompted retry (rescoring and the
   search there, 0.8 limit; ``home_rescore_full``), the default with the full 30 s window,
   and the default with Whisper
@@ -166,12 +168,16 @@ def main(argv: list[str] | None = None) -> int:
         "voiced: + prompted retry": lambda: voiced(True, False, home_rescore=False),
         "voiced: + sentence repair (text)": lambda: voiced(True, True, home_rescore=False),
         "voiced: + home rescoring": lambda: voiced(
-            True, True, home_constrained=False, home_rescore_drop=0.8, home_rescore_full=False
+            True, True, home_constrained=False, home_rescore_drop=0.8, home_rescore_forms=False
         ),
         "voiced: + constrained decoding (0.8 limit)": lambda: voiced(
-            True, True, home_rescore_drop=0.8, home_rescore_full=False
+            True, True, home_rescore_drop=0.8, home_rescore_forms=False
         ),
-        "voiced: + 1.5 limit on the first look (default)": lambda: voiced(True, True),
+        "voiced: + 1.5 limit on the first look": lambda: voiced(
+            True, True, home_rescore_drop=1.5, home_rescore_forms=False
+        ),
+        "voiced: + surface forms (1.5 limit)": lambda: voiced(True, True, home_rescore_drop=1.5),
+        "voiced: + surface forms, 2.0 limit (default)": lambda: voiced(True, True),
         "voiced: default + second look, full window": lambda: voiced(
             True, True, home_rescore_full=True
         ),

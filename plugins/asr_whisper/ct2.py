@@ -35,7 +35,7 @@ from .constrained import GrammarCache, TokenGrammar, WithConstrained, commands_f
 from .fallback import Decode, FallbackOptions, repetitive, with_fallback
 from .language import check_languages, pinned
 from .models import ModelError, load_error, resolve_ct2
-from .rescore import DROP, DROP_FULL, forced_scores, pick_rescored, rescorer_of
+from .rescore import DROP, DROP_FULL, forced_scores, pick_rescored, rescorer_of, surface_forms
 from .segments import first_sentences, spoken_text
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,12 @@ class WhisperCt2Options(FallbackOptions):
         ge=0.0,
         description="most mean log-probability a token a rescored command may score below "
         "the free reading (first look; the full window's second look keeps 0.8)",
+    )
+    home_rescore_forms: bool = Field(
+        True,
+        description="score each rescored candidate as Whisper writes (cased as heard, the first "
+        "word capitalized, ending in nothing, '.', '?' or the readings' own mark), the best form "
+        "counting, as the free reading is scored in its own (rescore.py surface_forms)",
     )
     home_rescore_full: bool = Field(
         False,
@@ -301,6 +307,9 @@ class WhisperCt2Asr:
                 score,
                 drop=min(DROP_FULL, opts.home_rescore_drop) if second else opts.home_rescore_drop,
                 references=list(dict.fromkeys(tops)) or None,
+                forms=surface_forms([*texts, *(h.text for h in free)])
+                if opts.home_rescore_forms
+                else None,
             )
             rescored = picked.to_dict() if picked is not None else {"why": reason}
             rescored["window_s"] = width

@@ -11,7 +11,8 @@ A candidate wins only when
 - no candidate that means something else scores within ``separation`` of it.
 
 Chatter is safe by the first two: the home's sentences nearest to it are words away and
-score far below what Whisper heard (the tuning set's 36 chatter files: >= 5.9 nats a token).
+score far below what Whisper heard (the tuning set's 36 chatter files: >= 5.3 nats a token,
+in the candidates' best surface forms).
 The engine listens in the fitted window with ``DROP``; its optional second look, after a
 prompted retry that found no command, in the full window with the stricter ``DROP_FULL``
 (ct2.py, ``home_rescore_full``).
@@ -19,15 +20,18 @@ prompted retry that found no command, in the full window with the stricter ``DRO
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-DROP = 1.5
+DROP = 2.0
 """Most mean log-probability a token a candidate may score below the free reading, on the
-first look (the fitted window). Chosen on the tuning set: the right commands recovered lie
-0.2-1.2 below, its 36 chatter files (24 near commands) nowhere nearer than 5.9, and 1.2-2.0
-recover the same; 0.8 before."""
+first look (the fitted window), each scored in its best surface form (``surface_forms``).
+Chosen on the tuning set: the right commands recovered lie 0.03-1.74 below, its 36 chatter
+files (24 near commands) nowhere nearer than 5.3, and every limit from 1.74 to 5.3 recovers
+the same; 2.0 keeps to the low end. 1.5 before surface forms (the right ones then lay up to
+2.24 below, chatter from 5.9), 0.8 before that."""
 DROP_FULL = 0.8
 """The same limit on the second look, in the full window after the prompted retry found no
 command: each look is one more chance to err. On the tuning set the right commands found
@@ -36,6 +40,11 @@ SEPARATION = 0.3
 """Least lead the winner must have over a candidate with another meaning."""
 CHECKS = 4
 """Best-scored candidates asked for their meaning (a strict match each: not free)."""
+RESHAPED = 4
+"""Best-scored candidates (as given) scored in their other surface forms too (a forced
+score costs ~5 ms a sentence on a CPU core: only the likeliest few)."""
+ENDINGS = (".", "?")
+"""Sentence ends always tried, beside those the free readings end with."""
 
 
 class Rescorer(Protocol):
@@ -59,6 +68,7 @@ class Rescored:
     score: float
     free_score: float
     why: str
+    form: str = ""  # the surface form that scored best (``text`` as Whisper would write it)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -66,7 +76,37 @@ class Rescored:
             "score": round(self.score, 3),
             "free_score": round(self.free_score, 3),
             "why": self.why,
+            **({"form": self.form} if self.form and self.form != self.text else {}),
         }
+
+
+_MARKS = re.compile(r"[.?!。？！…]+$")
+_EDGES = "\"'.,;:!?¿¡。，？！"
+
+
+def surface_forms(heard: list[str]) -> Callable[[str], list[str]]:
+    """The ways Whisper may write a candidate sentence, beside its free readings ``heard``
+    (best first): as given (first: no form scores below it), and with its words cased as the
+    top reading has them, the first one capitalized when the top reading's is; each of those
+    ending in "." or "?" or a mark a reading ends with. The free reading is scored in its own
+    cased, punctuated form; a candidate scored lowercase and bare loses 0.2-0.6 a token to it
+    for the writing alone ("wie spät ist es" -1.71 against "Wie spät ist es?" -1.11), not
+    for what the audio says."""
+    top = heard[0].split() if heard else []
+    cased = {w.strip(_EDGES).casefold(): w.strip(_EDGES) for w in reversed(top[1:])}
+    marks = [m[0] for text in heard if (m := _MARKS.search(text.strip()))]
+    endings = list(dict.fromkeys([*ENDINGS, *marks]))
+    upper_first = bool(top) and top[0][:1].isupper()
+
+    def forms(text: str) -> list[str]:
+        given = text.strip()
+        words = [cased.get(w.casefold(), w) for w in given.split()]
+        if words and upper_first:
+            words[0] = words[0][:1].upper() + words[0][1:]
+        bases = list(dict.fromkeys([given, " ".join(words)]))
+        return [*bases, *(base + end for base in bases for end in endings)]
+
+    return forms
 
 
 def pick_rescored(
@@ -76,17 +116,27 @@ def pick_rescored(
     drop: float = DROP,
     separation: float = SEPARATION,
     references: list[str] | None = None,
+    forms: Callable[[str], list[str]] | None = None,
 ) -> tuple[Rescored | None, str]:
     """The home's sentence the audio says, by the rules above, and why (or why none).
     ``references``: the free readings to measure against (the best-scored counts; default
-    the top one of ``heard``)."""
+    the top one of ``heard``). ``forms``: the surface forms a candidate is scored in, the
+    best counting (``surface_forms``; default: the candidate as given)."""
     candidates = [c for c in rescorer.command_candidates(heard) if c.strip()]
     if not candidates:
         return None, "no sentence of this home near what was heard"
     free_texts = references or heard[:1]
-    scores = score([*free_texts, *candidates])
+    written = {c: (forms(c) if forms else None) or [c] for c in candidates}
+    scores = score([*free_texts, *(written[c][0] for c in candidates)])
     free = max(scores[: len(free_texts)])
-    ranked = sorted(zip(scores[len(free_texts) :], candidates, strict=True), reverse=True)
+    firsts = zip(candidates, scores[len(free_texts) :], strict=True)
+    best = {c: (value, written[c][0]) for c, value in firsts}
+    if forms is not None:  # the likeliest few in their other forms (one more batch)
+        top = sorted(candidates, key=lambda c: -best[c][0])[:RESHAPED]
+        more = [(c, f) for c in top for f in written[c][1:]]
+        for (c, f), value in zip(more, score([f for _, f in more]) if more else [], strict=True):
+            best[c] = max(best[c], (value, f))
+    ranked = sorted(((best[c][0], c) for c in candidates), reverse=True)
     winner: tuple[float, str, Any] | None = None
     for value, text in ranked[:CHECKS]:
         if winner is not None and winner[0] - value >= separation:
@@ -104,7 +154,7 @@ def pick_rescored(
     if free - value > drop:
         return None, f"{text!r} scores {free - value:.2f} below what was heard (most {drop})"
     why = f"{text!r}: best of {len(candidates)} home sentences, {free - value:.2f} below"
-    return Rescored(text, value, free, why), why
+    return Rescored(text, value, free, why, best[text][1]), why
 
 
 def forced_scores(
