@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import logging
 
 from mqtt_fixtures import eventually
 from voiced_plugins.mqtt import MqttOptions, MqttService
@@ -113,3 +115,23 @@ async def test_state_topics_are_refreshed_after_a_reconnect(mosquitto, assistant
     assert await late.first("voiced/default/transcript") == b"what time is it"
     assert await late.first("voiced/status") == b"online"
     await svc.stop()
+
+
+async def test_a_clean_stop_logs_no_error(mosquitto, caplog):
+    """paho's thread can take one more turn after the socket is closed and log "Client is not
+    connected": a user must not see an error for a normal shutdown."""
+    from voiced_plugins.mqtt.client import MqttClient
+
+    caplog.set_level(logging.DEBUG, logger="voiced_plugins.mqtt")
+    for _ in range(20):
+        connected = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        client = MqttClient(
+            MqttOptions(host="127.0.0.1", port=mosquitto.port),
+            on_connect=functools.partial(loop.call_soon_threadsafe, connected.set),
+        )
+        client.start()
+        await asyncio.wait_for(connected.wait(), 10)
+        client.publish("voiced/test/stop", b"x", qos=1)
+        await asyncio.to_thread(client.stop)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -99,6 +99,10 @@ class MqttClient:
         client = self._client
         if client is None:
             return
+        # paho's network thread may take one more turn after disconnect() closed the socket
+        # and log "Client is not connected" as an error: a race of paho's, not a failure
+        # (how the disconnect went comes to _disconnected).
+        client.disable_logger()
         client.disconnect()
         client.loop_stop()
         self.connected = False
