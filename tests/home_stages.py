@@ -26,6 +26,20 @@ class App:
         return self.intent if kind == "intent" else None
 
 
+class SentencesHome:
+    """The home as the rescorer asks it (``rescore.Rescorer``): its sentences and their
+    meanings, given outright, so a scoring rule is tested on its own."""
+
+    def __init__(self, meanings: dict[str, str]) -> None:
+        self.meanings = meanings
+
+    def command_candidates(self, texts: list[str]) -> list[str]:
+        return list(self.meanings)
+
+    def command_meaning(self, text: str) -> str | None:
+        return self.meanings.get(text)
+
+
 def home_hassil(home: Path = HOME, language: str | None = None, **options: Any) -> HassilIntent:
     """hassil loaded on ``home`` (config/home.yaml; no extra sentence files), with
     ``options``; with ``language``, for a daemon whose config speaks it."""

@@ -4,7 +4,7 @@ model really writes for these voices (measured, issue 15); the home is config/ho
 from __future__ import annotations
 
 import pytest
-from home_stages import App, home_hassil, loaded
+from home_stages import App, SentencesHome, home_hassil, loaded
 from speech import espeak
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 from voiced_plugins.asr_whisper.rescore import pick_rescored
@@ -101,21 +101,8 @@ def test_chatter_near_the_homes_sentences_stays_chatter(engines, stages, chatter
     assert "text" not in transcript.data.get("rescored", {})
 
 
-class Home:
-    """Two sentences a word apart, with two meanings."""
-
-    def __init__(self, meanings: dict[str, str]) -> None:
-        self.meanings = meanings
-
-    def command_candidates(self, texts: list[str]) -> list[str]:
-        return list(self.meanings)
-
-    def command_meaning(self, text: str) -> str | None:
-        return self.meanings.get(text)
-
-
 def test_a_rescored_sentence_needs_a_clear_lead_over_another_meaning():
-    home = Home({"turn on the lamp": "on", "turn off the lamp": "off"})
+    home = SentencesHome({"turn on the lamp": "on", "turn off the lamp": "off"})
     close = {"heard": -0.5, "turn on the lamp": -0.9, "turn off the lamp": -1.0}
     picked, why = pick_rescored(["heard"], home, lambda texts: [close[t] for t in texts])
     assert picked is None and "mean different things" in why
@@ -125,14 +112,14 @@ def test_a_rescored_sentence_needs_a_clear_lead_over_another_meaning():
 
 
 def test_a_rescored_sentence_far_below_what_was_heard_is_refused():
-    home = Home({"turn on the lamp": "on"})
+    home = SentencesHome({"turn on the lamp": "on"})
     scores = {"heard": -0.3, "turn on the lamp": -2.5}
     picked, why = pick_rescored(["heard"], home, lambda texts: [scores[t] for t in texts])
     assert picked is None and "below what was heard" in why
 
 
 def test_a_rescored_sentence_is_measured_against_the_best_of_the_free_readings():
-    home = Home({"turn on the lamp": "on"})
+    home = SentencesHome({"turn on the lamp": "on"})
     scores = {"fitted": -1.5, "full": -0.4, "turn on the lamp": -1.4}
     pick = lambda references: pick_rescored(  # noqa: E731
         ["fitted"], home, lambda texts: [scores[t] for t in texts], drop=0.8,

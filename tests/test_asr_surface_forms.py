@@ -8,7 +8,7 @@ config/home.yaml, the model tiny.en; the slip is what the model really writes (i
 from __future__ import annotations
 
 import pytest
-from home_stages import App, home_hassil, loaded
+from home_stages import App, SentencesHome, home_hassil, loaded
 from speech import espeak
 from test_asr_second_look import noisy
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
@@ -43,19 +43,8 @@ def test_the_first_word_keeps_the_top_readings_case_and_a_script_without_case_it
     ]
 
 
-class Home:
-    def __init__(self, meanings: dict[str, str]) -> None:
-        self.meanings = meanings
-
-    def command_candidates(self, texts: list[str]) -> list[str]:
-        return list(self.meanings)
-
-    def command_meaning(self, text: str) -> str | None:
-        return self.meanings.get(text)
-
-
 def test_the_best_surface_form_is_the_candidates_score():
-    home = Home({"what time is it": "time"})
+    home = SentencesHome({"what time is it": "time"})
     scores = {"What time is it?": -0.4, "What time is it": -0.9, "What time is it.": -0.7}
     score = lambda texts: [scores.get(t, -5.0) for t in texts]  # noqa: E731
     picked, why = pick_rescored(["What time is it?"], home, score, drop=0.3)

@@ -183,21 +183,27 @@ def four_commands(tmp_path_factory) -> Path:
     )
 
 
+async def behind_a_slow_asr(path: Path, early_commit: bool) -> Any:
+    """The file paced in real time (a microphone) through the slower ASR and a queue of one."""
+    live_file = {"path": str(path), "realtime": True}
+    _, events = await run_pipeline(
+        overrides(
+            pipeline={"asr": ["slower-whisper"], "asr_queue_size": 1, "tts": ["piper"]},
+            stages={"source": {"file": live_file}},
+            vad={"early_commit": early_commit},
+        ),
+        [("slow", SlowStages())],
+    )
+    return events
+
+
 async def test_when_asr_falls_behind_a_live_source_the_oldest_utterance_is_dropped_with_an_error(
     four_commands,
 ):
     # paced in real time, the file is a microphone: the speaker cannot be asked to wait.
     # Early commit off: with it, each utterance ends in the pause its slow pass is still
     # transcribing and is answered from that pass, so nothing would queue up behind it.
-    live_file = {"path": str(four_commands), "realtime": True}
-    _, events = await run_pipeline(
-        overrides(
-            pipeline={"asr": ["slower-whisper"], "asr_queue_size": 1, "tts": ["piper"]},
-            stages={"source": {"file": live_file}},
-            vad={"early_commit": False},
-        ),
-        [("slow", SlowStages())],
-    )
+    events = await behind_a_slow_asr(four_commands, early_commit=False)
     dropped = [e for e in events.of("error") if e.data["stage"] == "asr-queue"]
     assert dropped, "a queue of one behind a slow ASR must overflow"
     assert "dropped the oldest" in dropped[0].data["message"]
@@ -213,14 +219,7 @@ async def test_with_early_commit_slow_passes_answer_their_utterances_and_none_is
     # The same slow ASR and queue of one: each command's pass, begun in its final pause, is
     # still running at the endpoint and answers it (a strict command) instead of a full pass
     # queued beside it, so the queue of one does not overflow.
-    live_file = {"path": str(four_commands), "realtime": True}
-    _, events = await run_pipeline(
-        overrides(
-            pipeline={"asr": ["slower-whisper"], "asr_queue_size": 1, "tts": ["piper"]},
-            stages={"source": {"file": live_file}},
-        ),
-        [("slow", SlowStages())],
-    )
+    events = await behind_a_slow_asr(four_commands, early_commit=True)
     assert not [e for e in events.of("error") if e.data["stage"] == "asr-queue"]
     ends = {e.run_id: e.data["reason"] for e in events.of("run-end")}
     assert len(ends) == 4 and set(ends.values()) == {"done"}
