@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,15 @@ TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
 
 pytest_plugins = ["mqtt_fixtures", "asr_fixtures"]
+
+
+@pytest.fixture(scope="module")
+def hassil() -> Any:
+    """The hassil stage on the repository's home (``config/home.yaml``), loaded once a module;
+    a module that needs another home defines its own ``hassil``."""
+    from home_stages import home_hassil
+
+    return home_hassil()
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import dataclasses
 import datetime as dt
 
 import pytest
-from home_stages import HOME, home_hassil
+from home_stages import HOME
 from pipeline_helpers import overrides, started_pipeline
 from speech import silence, steady_piper
 from test_handle_builtin import App, handle
@@ -21,14 +21,8 @@ from voiced_plugins.handle_builtin import (
     ResponsesHandler,
     ResponsesOptions,
 )
-from voiced_plugins.intent_hassil import HassilIntent
 
 from voiced.audio import write_wav
-
-
-@pytest.fixture(scope="module")
-def hassil() -> HassilIntent:
-    return home_hassil()
 
 
 @pytest.fixture

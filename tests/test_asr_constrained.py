@@ -5,17 +5,12 @@ config/home.yaml. The prompted retry is off, so each reading comes from one tech
 from __future__ import annotations
 
 import pytest
-from home_stages import App, home_hassil, loaded
+from home_stages import App, loaded
 from speech import espeak
 from voiced_plugins.asr_whisper.constrained import START, TokenGrammar, first_words
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def hassil():
-    return home_hassil()
 
 
 @pytest.fixture(scope="module")

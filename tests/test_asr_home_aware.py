@@ -20,11 +20,6 @@ from voiced_plugins.intent_hassil import HassilIntent
 
 
 @pytest.fixture(scope="module")
-def hassil() -> HassilIntent:
-    return home_hassil()
-
-
-@pytest.fixture(scope="module")
 def snapping() -> HassilIntent:
     """The stage with name snapping only: what the prompted retry was built on."""
     return home_hassil(repair=False)

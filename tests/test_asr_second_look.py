@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import soundfile
-from home_stages import App, home_hassil, loaded
+from home_stages import App, loaded
 from speech import espeak
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 
@@ -32,11 +32,6 @@ def noisy(text: str, voice: str, speed: int, rate: int, seed: int) -> bytes:
         path = Path(tmp) / "speech.wav"
         soundfile.write(str(path), frames, rate, subtype="PCM_16")
         return pipeline_audio(str(path))
-
-
-@pytest.fixture(scope="module")
-def hassil():
-    return home_hassil()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ config/home.yaml, the model tiny.en; the slip is what the model really writes (i
 from __future__ import annotations
 
 import pytest
-from home_stages import App, SentencesHome, home_hassil, loaded
+from home_stages import App, SentencesHome, loaded
 from speech import espeak
 from test_asr_second_look import noisy
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
@@ -54,11 +54,6 @@ def test_the_best_surface_form_is_the_candidates_score():
     )
     assert picked is not None and picked.text == "what time is it"
     assert (picked.score, picked.form) == (-0.4, "What time is it?")
-
-
-@pytest.fixture(scope="module")
-def hassil():
-    return home_hassil()
 
 
 @pytest.fixture(scope="module")

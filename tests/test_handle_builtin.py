@@ -7,7 +7,6 @@ import datetime as dt
 from typing import Any
 
 import pytest
-from home_stages import home_hassil
 from voiced_plugins.handle_builtin import (
     BuiltinHandler,
     BuiltinOptions,
@@ -60,11 +59,6 @@ class App:
 
     def timer_actions(self) -> list[str]:
         return [e.data["action"] for e in self.events if e.type == EventType.TIMER]
-
-
-@pytest.fixture(scope="module")
-def hassil() -> HassilIntent:
-    return home_hassil()
 
 
 @pytest.fixture

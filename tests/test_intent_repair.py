@@ -11,11 +11,6 @@ from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 from voiced_plugins.intent_hassil.repair import Candidate, SentenceGraph, choose_repair, tokens
 
 
-@pytest.fixture(scope="module")
-def hassil() -> HassilIntent:
-    return home_hassil()
-
-
 @pytest.mark.parametrize(
     ("heard", "intent_name", "entities"),
     [
