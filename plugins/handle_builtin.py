@@ -397,9 +397,8 @@ class ResponsesHandler:
         for name, domain in READS_ONE.items():
             areas = [{"area": a.name} for a in home.areas] if name in ASKED_BY_PLACE else []
             for slots in [{}, *areas]:
-                intent = Intent(name, slots, "", recognizer="anticipated")
                 if not home.match({**slots, "domain": domain}):
-                    answers.append(self._none_of_kind(intent, domain, self.errors).speech)
+                    answers.append(self._none_of_kind(slots, domain, self.errors).speech)
         return answers
 
     def close(self) -> None:
@@ -424,7 +423,7 @@ class ResponsesHandler:
             if intent.slots.get("name") not in (None, "all") and not entities:
                 return self._unknown(intent, errors)
             if intent.name in READS_ONE and not entities:
-                return self._none_of_kind(intent, READS_ONE[intent.name], errors)
+                return self._none_of_kind(intent.slots, READS_ONE[intent.name], errors)
         speech = response_for(intent, responses, matched, unmatched)
         if speech is None:
             return None
@@ -433,19 +432,16 @@ class ResponsesHandler:
     def _unknown(self, intent: Intent, errors: dict[str, str]) -> Response:
         """Home Assistant's "not aware of any device called ..." (in the area/floor named)."""
         slots = intent.slots
-        key = "no_entity_in_area" if slots.get("area") else "no_entity"
-        key = "no_entity_in_floor" if slots.get("floor") and not slots.get("area") else key
+        key = _in_place("no_entity", slots)
         values = {"entity": slots["name"], "area": slots.get("area"), "floor": slots.get("floor")}
         speech = _plain_template(errors.get(key, ""), **values)
         speech = speech or f"Sorry, I am not aware of any device called {slots['name']}"
         return Response(speech, self.name, data={"acted": False, "error": key})
 
-    def _none_of_kind(self, intent: Intent, domain: str, errors: dict[str, str]) -> Response:
+    def _none_of_kind(self, slots: dict[str, Any], domain: str, errors: dict[str, str]) -> Response:
         """Home Assistant's "not aware of any climate in the Bedroom area": a question about
         a kind of device the home (or the place named) has none of."""
-        slots = intent.slots
-        place = "area" if slots.get("area") else "floor" if slots.get("floor") else None
-        key = f"no_domain_in_{place}" if place else "no_domain"
+        key = _in_place("no_domain", slots)
         values = {"domain": domain, "area": slots.get("area"), "floor": slots.get("floor")}
         speech = _plain_template(errors.get(key, ""), **values)
         speech = speech or f"Sorry, I am not aware of any {domain.replace('_', ' ')}"
@@ -458,6 +454,13 @@ class ResponsesHandler:
 # read ``state``): with none, the answer is that there is none, not a broken template.
 READS_ONE = {"HassClimateGetTemperature": "climate", "HassGetWeather": "weather"}
 ASKED_BY_PLACE = frozenset({"HassClimateGetTemperature"})  # "… in the bedroom"; weather: no
+
+
+def _in_place(error: str, slots: dict[str, Any]) -> str:
+    """The error's key for the place named: ``no_entity_in_area``, ``…_in_floor``, or itself."""
+    place = "area" if slots.get("area") else "floor" if slots.get("floor") else None
+    return f"{error}_in_{place}" if place else error
+
 
 _PLAIN_ERRORS = {
     "timer_not_found": "Sorry, I couldn't find that timer",
