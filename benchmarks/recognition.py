@@ -15,7 +15,8 @@ same files with the same model (bundled tiny.en, CTranslate2 int8, CPU; one row 
   audio -> + decoding within the home's sentences (constrained.py), its commands rescored
   too -> + the first look's limit widened from 0.8 to 1.5 a token -> + each candidate scored
   in its best surface form, as Whisper writes (rescore.py ``surface_forms``) -> + the limit
-  at 2.0 = the default), the
+  at 2.0 -> + the search kept to sentences of one template, 12 readings a step = the
+  default; the rows before it search the graph's pairs, 6 a step), the
   default with a second look in the full window after the prompted retry (rescoring and the
   search there, 0.8 limit; ``home_rescore_full``), the default with the full 30 s window,
   and the default with Whisper
@@ -156,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run
 
+    graph_search = {"home_search_one_template": False, "home_search_beam": 6}  # before
     rows = {
         "peer: faster-whisper + plain hassil": lambda: peer,
         "voiced: templates only": lambda: voiced(
@@ -171,13 +173,16 @@ def main(argv: list[str] | None = None) -> int:
             True, True, home_constrained=False, home_rescore_drop=0.8, home_rescore_forms=False
         ),
         "voiced: + constrained decoding (0.8 limit)": lambda: voiced(
-            True, True, home_rescore_drop=0.8, home_rescore_forms=False
+            True, True, home_rescore_drop=0.8, home_rescore_forms=False, **graph_search
         ),
         "voiced: + 1.5 limit on the first look": lambda: voiced(
-            True, True, home_rescore_drop=1.5, home_rescore_forms=False
+            True, True, home_rescore_drop=1.5, home_rescore_forms=False, **graph_search
         ),
-        "voiced: + surface forms (1.5 limit)": lambda: voiced(True, True, home_rescore_drop=1.5),
-        "voiced: + surface forms, 2.0 limit (default)": lambda: voiced(True, True),
+        "voiced: + surface forms (1.5 limit)": lambda: voiced(
+            True, True, home_rescore_drop=1.5, **graph_search
+        ),
+        "voiced: + surface forms, 2.0 limit": lambda: voiced(True, True, **graph_search),
+        "voiced: + search within one template, beam 12 (default)": lambda: voiced(True, True),
         "voiced: default + second look, full window": lambda: voiced(
             True, True, home_rescore_full=True
         ),

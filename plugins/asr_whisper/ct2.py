@@ -31,7 +31,7 @@ from .common import (
     too_quiet,
     window_seconds,
 )
-from .constrained import GrammarCache, TokenGrammar, WithConstrained, commands_found
+from .constrained import BEAM, GrammarCache, TokenGrammar, WithConstrained, commands_found
 from .fallback import Decode, FallbackOptions, repetitive, with_fallback
 from .language import check_languages, pinned
 from .models import ModelError, load_error, resolve_ct2
@@ -82,6 +82,14 @@ class WhisperCt2Options(FallbackOptions):
         description="score each rescored candidate as Whisper writes (cased as heard, the first "
         "word capitalized, ending in nothing, '.', '?' or the readings' own mark), the best form "
         "counting, as the free reading is scored in its own (rescore.py surface_forms)",
+    )
+    home_search_beam: int = Field(
+        BEAM, ge=1, le=32, description="with home_constrained: readings the search keeps a step"
+    )
+    home_search_one_template: bool = Field(
+        True,
+        description="with home_constrained: the search keeps to sentences whose word pairs are "
+        "all of one template (else any pair of the home's graph may follow any other)",
     )
     home_rescore_full: bool = Field(
         False,
@@ -295,6 +303,8 @@ class WhisperCt2Asr:
                         grammar,
                         [(h.text, h.avg_logprob) for h in free],
                         rescorer,
+                        opts.home_search_beam,
+                        opts.home_search_one_template,
                     )
                 judge_with = WithConstrained(rescorer, constrained[width])
             # a second look, in the full window: against the best free reading of either

@@ -43,6 +43,8 @@ CHECKS = 4
 RESHAPED = 4
 """Best-scored candidates (as given) scored in their other surface forms too (a forced
 score costs ~5 ms a sentence on a CPU core: only the likeliest few)."""
+RIVAL_NUMBERS = (*range(11), 12, 15, *range(20, 101, 5))
+"""Numbers a rescored number no reading has is measured against (_number_rival)."""
 ENDINGS = (".", "?")
 """Sentence ends always tried, beside those the free readings end with."""
 
@@ -80,6 +82,7 @@ class Rescored:
         }
 
 
+_NUMBER = re.compile(r"\d+")
 _MARKS = re.compile(r"[.?!。？！…]+$")
 _EDGES = "\"'.,;:!?¿¡。，？！"
 
@@ -153,8 +156,38 @@ def pick_rescored(
     value, text, _ = winner
     if free - value > drop:
         return None, f"{text!r} scores {free - value:.2f} below what was heard (most {drop})"
+    if rival := _number_rival(text, best[text][1], value, heard, free_texts, score, separation):
+        return None, rival
     why = f"{text!r}: best of {len(candidates)} home sentences, {free - value:.2f} below"
     return Rescored(text, value, free, why, best[text][1]), why
+
+
+def _number_rival(
+    text: str,
+    form: str,
+    value: float,
+    heard: list[str],
+    references: list[str],
+    score: Callable[[list[str]], list[float]],
+    separation: float,
+) -> str | None:
+    """Why the number in ``text`` is not clear, if it is not: no reading has it, and the same
+    sentence (in its best ``form``) with another common number scores within ``separation``
+    ("set a timer for 8 minutes" or 5, for a noisy "five minutes" heard "a time of all I've
+    been"). Words and names are judged among the home's sentences, but a number the
+    decoder never wrote has 100 rivals that are no candidates: the likeliest are asked."""
+    readings = {n for reading in [*heard, *references] for n in _NUMBER.findall(reading)}
+    unheard = [n for n in _NUMBER.findall(text) if n not in readings]
+    if not unheard:
+        return None
+    number = unheard[0]
+    said = re.compile(rf"(?<!\d){number}(?!\d)")
+    others = [str(n) for n in RIVAL_NUMBERS if str(n) != number]
+    rivals = score([said.sub(other, form, count=1) for other in others])
+    rival, other = max(zip(rivals, others, strict=True))
+    if value - rival < separation:
+        return f"{text!r}: {number} or {other}? they score {value - rival:.2f} apart"
+    return None
 
 
 def forced_scores(

@@ -621,10 +621,19 @@ def _on_event_loop() -> bool:
     return True
 
 
+TARGET_SLOTS = frozenset({"name", "area", "floor", "domain", "device_class"})
+"""Slots that only say which entities an intent acts on (its ``entities`` say it for them)."""
+
+
 def _meaning(intent: Intent) -> tuple[Any, ...]:
-    """What an intent would do: two repairs that differ here are two different actions."""
-    slots = tuple(sorted((k, str(v)) for k, v in intent.slots.items()))
-    return intent.name, slots, tuple(sorted(intent.data.get("entities", [])))
+    """What an intent would do: two repairs that differ here are two different actions. The
+    same entities named another way are the same action ("turn on the bedroom fans", area
+    and domain, and "turn on the bedroom fan", its name, both turn on fan.bedroom)."""
+    entities = tuple(sorted(intent.data.get("entities", [])))
+    slots = tuple(
+        sorted((k, str(v)) for k, v in intent.slots.items() if not (entities and k in TARGET_SLOTS))
+    )
+    return intent.name, slots, entities
 
 
 def _plain(value: Any) -> Any:

@@ -306,6 +306,9 @@ class SentenceGraph:
         self.numbers = NumberWords(language)
         builder = _GraphBuilder(intents.slot_lists, intents.expansion_rules, self.numbers)
         pairs: set[tuple[str, str]] = set()
+        self.templates: dict[tuple[str, str], int] = {}
+        """Each word pair's templates, as bits (bit i: the i-th sentence template says it)."""
+        index = 0
         for intent in intents.intents.values():
             for data in intent.data:
                 rules = (
@@ -315,9 +318,16 @@ class SentenceGraph:
                 )
                 for sentence in data.sentences:
                     shape = builder.shape(sentence.expression, rules)
-                    pairs |= shape.pairs
-                    pairs.update((START, w) for w in shape.first)
-                    pairs.update((w, END) for w in shape.last)
+                    said = set(shape.pairs)
+                    said.update((START, w) for w in shape.first)
+                    said.update((w, END) for w in shape.last)
+                    pairs |= said
+                    bit = 1 << index
+                    for pair in _unglue(said):
+                        self.templates[pair] = self.templates.get(pair, 0) | bit
+                    index += 1
+                    if len(self.templates) > MAX_PAIRS:
+                        raise GraphTooLarge(f"more than {MAX_PAIRS} word pairs")
         pairs = _unglue(pairs)
         self.following: dict[str, set[str]] = {}
         for a, b in pairs:
