@@ -260,7 +260,7 @@ class HassilApp:
 
 
 def test_the_speculative_reading_picks_a_command_from_the_n_best_as_the_endpoint_does():
-    # tiny.en's top reading of this espeak voice is "open for living room blinds": the pass
+    # tiny.en's top reading of this espeak voice is "Torg on the kitchen light.": the pass
     # during a pause decodes the same N-best as the endpoint's and takes the command in it
     # (it only leaves out the slower repairs: rescoring, the prompted retry).
     from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
@@ -268,12 +268,12 @@ def test_the_speculative_reading_picks_a_command_from_the_n_best_as_the_endpoint
     engine = WhisperCt2Asr(WhisperCt2Options(), HassilApp())
     engine.load()
     try:
-        audio = espeak("open the living room blinds", "en-us", 175)
+        audio = espeak("turn on the kitchen light", "en-029", 160)
         draft = engine.draft(audio)
         full = engine.transcribe(audio)
     finally:
         engine.close()
     top = draft.data["hypotheses"][0]["text"]
-    assert "for living room" in top  # the slip is real
+    assert "Torg on" in top  # the slip is real (measured on this CPU; CTranslate2 int8 differs)
     assert draft.data["hypothesis"]["index"] > 0 and not draft.data["hypothesis"]["retried"]
-    assert draft.text == full.text == "open the living room blinds."
+    assert draft.text == full.text == "Turn on the kitchen light."
