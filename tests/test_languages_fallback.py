@@ -78,11 +78,14 @@ def test_a_mandarin_decode_that_loops_on_digits_escapes_by_sampling():
         heard[bool(temperatures)] = engine.transcribe(pcm, "zh")
         engine.close()
     looped, escaped = heard[False], heard[True]
-    assert looped.text.count("-") > 8 and "fallback" not in looped.data
+    # the loop is kept as the text, or refused as no speech by its compression ratio (on
+    # some CPUs CTranslate2's int8 decode loops on one digit: "1-1-1-1-...", ratio 2.5)
+    loop = looped.text or looped.data.get("raw_text", "")
+    assert loop.count("-") > 8 and "fallback" not in looped.data, looped.data
     tried = escaped.data["fallback"]
     assert tried[0]["temperature"] == 0.0 and "loop" in tried[0]["failed"]
-    assert tried[0]["text"] == looped.text
-    assert escaped.text != looped.text and escaped.text.count("-") < 4
+    assert tried[0]["text"] == loop
+    assert escaped.text and escaped.text != loop and escaped.text.count("-") < 4
 
 
 @pytest.fixture(scope="module")
