@@ -213,7 +213,7 @@ async def test_when_asr_falls_behind_a_live_source_the_oldest_utterance_is_dropp
     assert len(events.of("transcript")) == 4 - len(dropped)
 
 
-async def test_with_early_commit_slow_passes_answer_their_utterances_and_none_is_dropped(
+async def test_with_early_commit_slow_passes_answer_their_utterances_and_at_most_one_is_dropped(
     four_commands,
 ):
     # The same slow ASR and queue of one: a command's pass, begun in its final pause, is
