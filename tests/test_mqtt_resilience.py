@@ -135,3 +135,23 @@ async def test_a_clean_stop_logs_no_error(mosquitto, caplog):
         client.publish("voiced/test/stop", b"x", qos=1)
         await asyncio.to_thread(client.stop)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+async def test_a_client_started_twice_keeps_one_session(mosquitto, caplog):
+    """Two paho clients with one id take the session from each other in turn: a second start
+    (a stage loaded twice) must not build a second one."""
+    from voiced_plugins.mqtt.client import MqttClient
+
+    caplog.set_level(logging.INFO, logger="voiced_plugins.mqtt")
+    connects: list[float] = []
+    client = MqttClient(
+        MqttOptions(host="127.0.0.1", port=mosquitto.port, client_id="voiced-started-twice"),
+        on_connect=lambda: connects.append(1),
+    )
+    client.start()
+    await eventually(lambda: client.connected, timeout=10)
+    client.start()
+    await asyncio.sleep(3)  # a session taken over comes back within a second of backoff
+    await asyncio.to_thread(client.stop)
+    assert connects == [1]
+    assert not [r for r in caplog.records if "MQTT lost" in r.getMessage()]

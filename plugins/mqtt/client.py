@@ -79,7 +79,16 @@ class MqttClient:
             client.subscribe(topic_filter, qos)
 
     def start(self) -> None:
-        """Connect in the background; returns at once (the broker may be down)."""
+        """Connect in the background; returns at once (the broker may be down).
+
+        Starting a started client does nothing: a second paho client with the same id would
+        take the session over, and the two would throw each other off for ever.
+        """
+        if self._client is not None and not self._stopped:
+            return
+        self._connect()
+
+    def _connect(self) -> None:
         self._stopped = False
         self._client = self._build()
         self._client.connect_async(
@@ -190,7 +199,7 @@ class MqttClient:
         if self._stopped:
             return
         self._on_rebuilt()
-        self.start()
+        self._connect()
 
     def _disconnected(self, client, userdata, flags, reason: ReasonCode, properties) -> None:
         was_connected = self.connected
