@@ -259,21 +259,37 @@ class HassilApp:
         return self.intent if kind == "intent" else None
 
 
+SLIPS_IN_THE_TOP_READING = [  # measured: CTranslate2's int8 decode differs by CPU
+    ("open the living room blinds", "en-us", 175),  # one AVX-512 CPU: "open for living room..."
+    ("turn on the kitchen light", "en-029", 160),  # AVX2: "Torg on the kitchen light."
+    ("open the living room blinds", "en-029", 160),  # another: "open to leaving room blinds."
+]
+
+
 def test_the_speculative_reading_picks_a_command_from_the_n_best_as_the_endpoint_does():
-    # tiny.en's top reading of this espeak voice is "Torg on the kitchen light.": the pass
-    # during a pause decodes the same N-best as the endpoint's and takes the command in it
-    # (it only leaves out the slower repairs: rescoring, the prompted retry).
+    # the pass during a pause decodes the same N-best as the endpoint's and takes the command
+    # in it (it only leaves out the slower repairs: rescoring, the prompted retry)
     from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 
-    engine = WhisperCt2Asr(WhisperCt2Options(), HassilApp())
+    app = HassilApp()
+    engine = WhisperCt2Asr(WhisperCt2Options(), app)
     engine.load()
+    slipped = 0
     try:
-        audio = espeak("turn on the kitchen light", "en-029", 160)
-        draft = engine.draft(audio)
-        full = engine.transcribe(audio)
+        for text, voice, wpm in SLIPS_IN_THE_TOP_READING:
+            audio = espeak(text, voice, wpm)
+            draft = engine.draft(audio)
+            readings = [h["text"] for h in draft.data["hypotheses"]]
+            if app.intent.recognize(readings[0]) is not None:
+                continue  # no slip in the top reading on this CPU
+            if not any(app.intent.recognize(text) for text in readings[1:]):
+                continue  # nor a command below it: a case for the slower repairs
+            slipped += 1
+            full = engine.transcribe(audio)
+            assert draft.data["hypothesis"]["index"] > 0, draft.data
+            assert not draft.data["hypothesis"]["retried"]
+            assert draft.text == full.text
+            assert draft.text.casefold().rstrip(".") == text
     finally:
         engine.close()
-    top = draft.data["hypotheses"][0]["text"]
-    assert "Torg on" in top  # the slip is real (measured on this CPU; CTranslate2 int8 differs)
-    assert draft.data["hypothesis"]["index"] > 0 and not draft.data["hypothesis"]["retried"]
-    assert draft.text == full.text == "Turn on the kitchen light."
+    assert slipped  # for at least one of them, the command is in the N-best only
