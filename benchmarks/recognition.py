@@ -157,7 +157,13 @@ def main(argv: list[str] | None = None) -> int:
 
         return run
 
-    graph_search = {"home_search_one_template": False, "home_search_beam": 6}  # before
+    before = {"home_rescore_names": False}  # the rows before that guard
+    graph_search = {
+        "home_search_one_template": False,
+        "home_search_beam": 6,
+        "home_search_first_words": False,
+        **before,
+    }
     rows = {
         "peer: faster-whisper + plain hassil": lambda: peer,
         "voiced: templates only": lambda: voiced(
@@ -170,7 +176,12 @@ def main(argv: list[str] | None = None) -> int:
         "voiced: + prompted retry": lambda: voiced(True, False, home_rescore=False),
         "voiced: + sentence repair (text)": lambda: voiced(True, True, home_rescore=False),
         "voiced: + home rescoring": lambda: voiced(
-            True, True, home_constrained=False, home_rescore_drop=0.8, home_rescore_forms=False
+            True,
+            True,
+            home_constrained=False,
+            home_rescore_drop=0.8,
+            home_rescore_forms=False,
+            **before,
         ),
         "voiced: + constrained decoding (0.8 limit)": lambda: voiced(
             True, True, home_rescore_drop=0.8, home_rescore_forms=False, **graph_search
@@ -182,7 +193,14 @@ def main(argv: list[str] | None = None) -> int:
             True, True, home_rescore_drop=1.5, **graph_search
         ),
         "voiced: + surface forms, 2.0 limit": lambda: voiced(True, True, **graph_search),
-        "voiced: + search within one template, beam 12 (default)": lambda: voiced(True, True),
+        "voiced: + search within one template, beam 12": lambda: voiced(
+            True, True, home_search_first_words=False, home_search_beam=12, **before
+        ),
+        "voiced: + first words that make a command": lambda: voiced(
+            True, True, home_search_beam=12, **before
+        ),
+        "voiced: + search beam 24": lambda: voiced(True, True, **before),
+        "voiced: + names heard are kept (default)": lambda: voiced(True, True),
         "voiced: default + second look, full window": lambda: voiced(
             True, True, home_rescore_full=True
         ),

@@ -94,6 +94,28 @@ def test_another_first_word_is_tried_where_whisper_slips_most(engines, hassil):
     assert all(hassil.command_meaning(text) for text in offered[:2])
 
 
+def test_the_first_words_offered_are_the_likeliest_that_make_a_command(engines, hassil):
+    """ "Go on the chandelier" (8 kHz en-029): the audio's first token fits "is", "open" and
+    "our" better than "turn", and none of those makes a command."""
+    tokenizer = engines["constrained"]._tokenizer(None)
+    grammar = TokenGrammar(hassil.command_graph().following, set(), tokenizer)
+    likely = {"is": -0.5, "open": -0.7, "turn": -1.0, "switch": -2.0}
+
+    def is_command(text: str) -> bool:
+        return hassil.command_meaning(text) is not None
+
+    offered = first_words(
+        grammar, ["on the kitchen light"], lambda w: likely.get(w, -9.0), 1, is_command
+    )
+    assert offered == ["turn on the kitchen light", "activate the kitchen light"]
+    # in front of the words or instead of the first: a slip of "is" heard "in"
+    likely = {"in": -0.5, "is": -1.0, "are": -1.5}
+    offered = first_words(
+        grammar, ["in the front door locked"], lambda w: likely.get(w, -9.0), 1, is_command
+    )
+    assert offered == ["is the front door locked"]
+
+
 def _pairs_of_one_template(graph, text: str) -> int:
     words = [START, *text.split(), "</s>"]
     said = -1

@@ -21,6 +21,8 @@ beam, the decoder re-reading the short prefix each time: cheap for a few words).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,9 +31,11 @@ from typing import Any
 import numpy as np
 
 START, END, NUMBER, ANY = "<s>", "</s>", "<#>", "<*>"
-BEAM = 12
+BEAM = 24
 """Readings kept per step (case and spelling variants of one reading count once). 6 lost
-"what is the date today" to readings of "what is the next..." on the held-out set."""
+"what is the date today" to readings of "what is the next..." on the held-out set; 12
+lost it on another CPU (CTranslate2's int8 decode differs by CPU) to "what is the first
+floor floor", and two more held-out commands besides (benchmarks.recognition)."""
 MAX_TOKENS = 32
 """The longest command searched for, in tokens."""
 RESULTS = 4
@@ -308,15 +312,31 @@ class GrammarCache:
 class WithConstrained:
     """A rescorer whose candidates start with the commands the constrained search found."""
 
-    def __init__(self, rescorer: Any, found: list[str]) -> None:
+    def __init__(self, rescorer: Any, found: Found) -> None:
         self.rescorer = rescorer
         self.found = found
 
     def command_candidates(self, texts: list[str]) -> list[str]:
-        return list(dict.fromkeys([*self.found, *self.rescorer.command_candidates(texts)]))
+        found = self.found.commands
+        return list(dict.fromkeys([*found, *self.rescorer.command_candidates(texts)]))
+
+    def command_variants(self, texts: list[str]) -> list[str]:
+        return self.found.first_word(texts)
 
     def command_meaning(self, text: str) -> Any:
         return self.rescorer.command_meaning(text)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the constrained search offers the rescoring of one utterance."""
+
+    commands: list[str]
+    """The home's commands it found, best first."""
+    first_word: Callable[[list[str]], list[str]]
+    """Commands that put another first word to sentences which are none (``first_words``,
+    the likeliest one each): for the rescoring's best-scored candidates that mean nothing
+    ("in the back door locked" -> "is the back door locked")."""
 
 
 def commands_found(
@@ -328,10 +348,14 @@ def commands_found(
     rescorer: Any,
     beam: int = BEAM,
     one_template: bool = True,
-) -> list[str]:
+    command_first_words: bool = True,
+) -> Found:
     """The constrained search's sentences that are commands on this home, best first; the
     search runs a few tokens past the longest reading the decoder gave freely (``heard``:
-    those readings, best first, with their mean log-probabilities)."""
+    those readings, best first, with their mean log-probabilities). ``command_first_words``:
+    the first words offered (``first_words``) are the likeliest that make a command, and
+    the rescoring may ask for more (``Found.first_word``); else the likeliest, of found
+    sentences only."""
     longest = max((len(tokenizer.encode(" " + text)) for text, _ in heard), default=8)
     first: list[np.ndarray] = []
     found = constrained_decode(
@@ -347,17 +371,27 @@ def commands_found(
     )
     readings = [text for text, _ in heard]
     said = [c.text for c in found if c.end_logprob >= END_FLOOR and grounded(c.text, readings)]
-    commands = [text for text in said if rescorer.command_meaning(text) is not None]
+
+    @functools.cache
+    def is_command(text: str) -> bool:
+        return rescorer.command_meaning(text) is not None
+
+    commands = [text for text in said if is_command(text)]
     others = [text for text in said if text not in commands]
     if not first:
-        return commands
+        return Found(commands, lambda texts: [])
     row = first[0]
 
     def likely(word: str) -> float:  # how well the audio's first token fits the word
         return max(float(row[spelled[0]]) for spelled in grammar.spellings(word))
 
-    offered = first_words(grammar, others, likely)
-    return commands + [t for t in offered if rescorer.command_meaning(t) is not None]
+    if not command_first_words:
+        offered = first_words(grammar, others, likely)
+        return Found(commands + [t for t in offered if is_command(t)], lambda texts: [])
+    offered = first_words(grammar, others, likely, is_command=is_command)
+    return Found(
+        commands + offered, lambda texts: first_words(grammar, texts, likely, 1, is_command)
+    )
 
 
 def grounded(text: str, heard: list[str]) -> bool:
@@ -373,17 +407,38 @@ FIRST_WORDS = 4
 """First words tried per sentence, the likeliest for the audio's first token."""
 
 
+OPENING = 3
+"""Words after a new first word that must go on one template with it (``first_words``): a
+strict match costs ~4 ms, and most first words open no sentence that goes on so ("is on the
+chandelier")."""
+
+
+def _opens_one_template(grammar: TokenGrammar, words: list[str]) -> bool:
+    """Whether some template says ``words`` in a row, as far as the graph knows them (a
+    number or a word it lacks ends the check: the strict match judges those)."""
+    said = -1
+    for before, word in itertools.pairwise(words):
+        if word not in grammar.following:
+            break
+        said = grammar.fits(said, before, word)
+        if not said:
+            return False
+    return True
+
+
 def first_words(
     grammar: TokenGrammar,
     texts: list[str],
     likely: Callable[[str], float],
     per_text: int = FIRST_WORDS,
+    is_command: Callable[[str], bool] = lambda text: True,
 ) -> list[str]:
     """Sentences that put another first word to ``texts`` (found sentences that are no
-    command) or in front of them: the first word is where Whisper slips most and the search
-    least recovers ("Go on the chandelier", "so on the patio heater": "turn" was said; the
-    decoder's first token gave it too little to stay in the beam). The audio judges them
-    (rescore.py), as every other candidate."""
+    command) or in front of them, the ``per_text`` likeliest that are commands: the first
+    word is where Whisper slips most and the search least recovers ("Go on the chandelier",
+    "so on the patio heater": "turn" was said; the decoder's first token gave it too little
+    to stay in the beam, and "is", "open", "our" fit that token better but make no command).
+    The audio judges them (rescore.py), as every other candidate."""
     starts = grammar.following.get(START, set()) - {END, NUMBER, ANY}
     out: dict[str, None] = {}
     for text in texts:
@@ -394,8 +449,15 @@ def first_words(
         for keep in (words, words[1:]):  # in front of the first word, or instead of it
             if not keep:
                 continue
-            nxt = rest[len(words) - len(keep)]
-            fits = [s for s in starts if s != rest[0] and nxt in grammar.following.get(s, ())]
-            for start in sorted(fits, key=lambda s: (-likely(s), s))[:per_text]:
-                out.setdefault(" ".join([start, *keep]), None)
+            kept = rest[len(words) - len(keep) :]
+            fits = [
+                s
+                for s in starts
+                if s != rest[0]
+                and kept[0] in grammar.following.get(s, ())
+                and _opens_one_template(grammar, [START, s, *kept[:OPENING]])
+            ]
+            made = (" ".join([s, *keep]) for s in sorted(fits, key=lambda s: (-likely(s), s)))
+            for sentence in itertools.islice(filter(is_command, made), per_text):
+                out.setdefault(sentence, None)
     return list(out)

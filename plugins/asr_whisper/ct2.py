@@ -31,11 +31,26 @@ from .common import (
     too_quiet,
     window_seconds,
 )
-from .constrained import BEAM, GrammarCache, TokenGrammar, WithConstrained, commands_found
+from .constrained import (
+    BEAM,
+    Found,
+    GrammarCache,
+    TokenGrammar,
+    WithConstrained,
+    commands_found,
+)
 from .fallback import Decode, FallbackOptions, repetitive, with_fallback
 from .language import check_languages, pinned
 from .models import ModelError, load_error, resolve_ct2
-from .rescore import DROP, DROP_FULL, forced_scores, pick_rescored, rescorer_of, surface_forms
+from .rescore import (
+    DROP,
+    DROP_FULL,
+    forced_scores,
+    names_heard,
+    pick_rescored,
+    rescorer_of,
+    surface_forms,
+)
 from .segments import first_sentences, spoken_text
 
 log = logging.getLogger(__name__)
@@ -90,6 +105,19 @@ class WhisperCt2Options(FallbackOptions):
         True,
         description="with home_constrained: the search keeps to sentences whose word pairs are "
         "all of one template (else any pair of the home's graph may follow any other)",
+    )
+    home_search_first_words: bool = Field(
+        True,
+        description="with home_constrained: offer the rescoring the likeliest other first "
+        "words that make a command, of sentences found and of its best-scored candidates "
+        "that are none ('in the back door locked' -> 'is the back door locked'; off: the "
+        "likeliest four first words of found sentences only, commands or not)",
+    )
+    home_rescore_names: bool = Field(
+        True,
+        description="with home_rescore: a rescored command keeps every word of the home's "
+        "names the top reading has ('...the kitchen lights and the fan' is not 'turn off the "
+        "kitchen light')",
     )
     home_rescore_full: bool = Field(
         False,
@@ -266,7 +294,12 @@ class WhisperCt2Asr:
         # per encoder window: forced scores (the second round reuses them), the constrained
         # search's commands (it runs once per window)
         known: dict[int, dict[str, float]] = {}
-        constrained: dict[int, list[str]] = {}
+        constrained: dict[int, Found] = {}
+        heard_names = (
+            names_heard(hypotheses[0].text, checker.prompt_words())
+            if rescorer is not None and opts.home_rescore_names
+            else frozenset()
+        )
 
         def rescore(
             heard: list[Hypothesis],
@@ -305,6 +338,7 @@ class WhisperCt2Asr:
                         rescorer,
                         opts.home_search_beam,
                         opts.home_search_one_template,
+                        opts.home_search_first_words,
                     )
                 judge_with = WithConstrained(rescorer, constrained[width])
             # a second look, in the full window: against the best free reading of either
@@ -320,11 +354,12 @@ class WhisperCt2Asr:
                 forms=surface_forms([*texts, *(h.text for h in free)])
                 if opts.home_rescore_forms
                 else None,
+                heard_names=heard_names,
             )
             rescored = picked.to_dict() if picked is not None else {"why": reason}
             rescored["window_s"] = width
             if width in constrained:
-                rescored["constrained"] = constrained[width]
+                rescored["constrained"] = constrained[width].commands
             if picked is None:
                 return None
             why = "rescored: " + picked.why

@@ -20,6 +20,7 @@ prompted retry that found no command, in the full window with the stricter ``DRO
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -120,6 +121,7 @@ def pick_rescored(
     separation: float = SEPARATION,
     references: list[str] | None = None,
     forms: Callable[[str], list[str]] | None = None,
+    heard_names: frozenset[str] = frozenset(),
 ) -> tuple[Rescored | None, str]:
     """The home's sentence the audio says, by the rules above, and why (or why none).
     ``references``: the free readings to measure against (the best-scored counts; default
@@ -129,19 +131,85 @@ def pick_rescored(
     if not candidates:
         return None, "no sentence of this home near what was heard"
     free_texts = references or heard[:1]
-    written = {c: (forms(c) if forms else None) or [c] for c in candidates}
-    scores = score([*free_texts, *(written[c][0] for c in candidates)])
-    free = max(scores[: len(free_texts)])
-    firsts = zip(candidates, scores[len(free_texts) :], strict=True)
-    best = {c: (value, written[c][0]) for c, value in firsts}
-    if forms is not None:  # the likeliest few in their other forms (one more batch)
-        top = sorted(candidates, key=lambda c: -best[c][0])[:RESHAPED]
-        more = [(c, f) for c in top for f in written[c][1:]]
-        for (c, f), value in zip(more, score([f for _, f in more]) if more else [], strict=True):
-            best[c] = max(best[c], (value, f))
-    ranked = sorted(((best[c][0], c) for c in candidates), reverse=True)
+    best: dict[str, tuple[float, str]] = {}  # candidate -> (score, the form that scored it)
+
+    def measure(more: list[str], also: list[str] = []) -> list[tuple[float, str]]:  # noqa: B006
+        """Score ``more`` candidates (the likeliest few in their other forms too) and the
+        texts ``also`` in the same batch; all candidates ranked, best first."""
+        written = {c: (forms(c) if forms else None) or [c] for c in more}
+        values = score([*also, *(written[c][0] for c in more)])[len(also) :]
+        best.update((c, (value, written[c][0])) for c, value in zip(more, values, strict=True))
+        if forms is not None:  # one more batch
+            top = sorted(more, key=lambda c: -best[c][0])[:RESHAPED]
+            reshaped = [(c, f) for c in top for f in written[c][1:]]
+            values = score([f for _, f in reshaped]) if reshaped else []
+            for (c, f), value in zip(reshaped, values, strict=True):
+                best[c] = max(best[c], (value, f))
+        return sorted(((value, c) for c, (value, _) in best.items()), reverse=True)
+
+    ranked = measure(candidates, also=free_texts)
+    free = max(score(free_texts))
+    winner, clash = _first_command(ranked[:CHECKS], rescorer, separation)
+    variants = getattr(rescorer, "command_variants", None)
+    if winner is None and clash is None and callable(variants):
+        # the best-scored mean nothing: their first word may be the slip ("in the back
+        # door locked" for "is the back door locked")
+        offered = [v for v in variants([text for _, text in ranked[:CHECKS]]) if v not in best]
+        if offered:
+            ranked = measure(offered)
+            winner, clash = _first_command(ranked[:CHECKS], rescorer, separation)
+    if clash is not None:
+        return None, clash
+    if winner is None:
+        return None, f"none of the {len(best)} nearest sentences is a command here"
+    value, text, _ = winner
+    if free - value > drop:
+        return None, f"{text!r} scores {free - value:.2f} below what was heard (most {drop})"
+    if rival := _number_rival(text, best[text][1], value, heard, free_texts, score, separation):
+        return None, rival
+    if lost := _names_lost(heard_names, text):
+        return None, f"{text!r} leaves out {', '.join(lost)!r}: a name of this home, heard"
+    why = f"{text!r}: best of {len(candidates)} home sentences, {free - value:.2f} below"
+    return Rescored(text, value, free, why, best[text][1]), why
+
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def _name_words(text: str) -> set[str]:
+    return {w.removesuffix("s") for w in _WORD.findall(text.casefold())}
+
+
+NAME_KEPT = 0.6
+"""Least similarity (difflib's ratio) of a word of the rescored command to a name word
+heard for that name to count as kept: respelled ("mag floor" -> "back door", 0.89), not
+dropped ("fan" against any word of "turn off the kitchen, light in the kitchen", ≤ 0.4)."""
+
+
+def names_heard(top: str, names: str) -> frozenset[str]:
+    """The words of the home's ``names`` (the intent stage's ``prompt_words``) in the top
+    free reading: a rescored command must keep each, if respelled (``_names_lost``), or it
+    acts on part of what was asked ("turn off the kitchen lights and the fan", heard so, was
+    found as "turn off the kitchen, light in the kitchen"). Plurals count as their singular."""
+    return frozenset(_name_words(top) & _name_words(names))
+
+
+def _names_lost(heard_names: frozenset[str], text: str) -> list[str]:
+    words = _name_words(text)
+    return sorted(
+        name
+        for name in heard_names
+        if not any(difflib.SequenceMatcher(None, name, w).ratio() >= NAME_KEPT for w in words)
+    )
+
+
+def _first_command(
+    ranked: list[tuple[float, str]], rescorer: Rescorer, separation: float
+) -> tuple[tuple[float, str, Any] | None, str | None]:
+    """The best-scored command of ``ranked`` (score, text, meaning), or why none may win: one
+    scoring within ``separation`` of it means another thing."""
     winner: tuple[float, str, Any] | None = None
-    for value, text in ranked[:CHECKS]:
+    for value, text in ranked:
         if winner is not None and winner[0] - value >= separation:
             break
         meaning = rescorer.command_meaning(text)
@@ -151,15 +219,7 @@ def pick_rescored(
             winner = (value, text, meaning)
         elif meaning != winner[2]:
             return None, f"{winner[1]!r} and {text!r} score alike and mean different things"
-    if winner is None:
-        return None, f"none of the {len(candidates)} nearest sentences is a command here"
-    value, text, _ = winner
-    if free - value > drop:
-        return None, f"{text!r} scores {free - value:.2f} below what was heard (most {drop})"
-    if rival := _number_rival(text, best[text][1], value, heard, free_texts, score, separation):
-        return None, rival
-    why = f"{text!r}: best of {len(candidates)} home sentences, {free - value:.2f} below"
-    return Rescored(text, value, free, why, best[text][1]), why
+    return winner, None
 
 
 def _number_rival(
@@ -174,15 +234,19 @@ def _number_rival(
     """Why the number in ``text`` is not clear, if it is not: no reading has it, and the same
     sentence (in its best ``form``) with another common number scores within ``separation``
     ("set a timer for 8 minutes" or 5, for a noisy "five minutes" heard "a time of all I've
-    been"). Words and names are judged among the home's sentences, but a number the
-    decoder never wrote has 100 rivals that are no candidates: the likeliest are asked."""
+    been"), nor with a number a reading has (chatter "set the oven to 200 degrees" found as
+    "set the temperature to 100 degrees", 200 out of the thermostat's range). Words and
+    names are judged among the home's sentences, but a number the decoder never wrote has
+    100 rivals that are no candidates: the likeliest are asked."""
     readings = {n for reading in [*heard, *references] for n in _NUMBER.findall(reading)}
     unheard = [n for n in _NUMBER.findall(text) if n not in readings]
     if not unheard:
         return None
     number = unheard[0]
     said = re.compile(rf"(?<!\d){number}(?!\d)")
-    others = [str(n) for n in RIVAL_NUMBERS if str(n) != number]
+    # the readings' own numbers first: "set the oven to 200 degrees" is no "... to 100 ..."
+    heard_first = sorted(readings, key=lambda n: (len(n), n))
+    others = [n for n in dict.fromkeys([*heard_first, *map(str, RIVAL_NUMBERS)]) if n != number]
     rivals = score([said.sub(other, form, count=1) for other in others])
     rival, other = max(zip(rivals, others, strict=True))
     if value - rival < separation:
