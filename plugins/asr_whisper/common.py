@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import zlib
 from dataclasses import dataclass
 from typing import Literal
@@ -14,6 +15,8 @@ from voiced.api.audio import PIPELINE_FORMAT, pcm_to_float
 from voiced.api.intents import Transcript
 
 SAMPLE_RATE = 16000
+WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*|%", re.UNICODE)
+"""A word of a transcript (apostrophes inside it kept), or "%"."""
 FULL_WINDOW_S = 30
 
 

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from .common import WORD
+
 START, END, NUMBER, ANY = "<s>", "</s>", "<#>", "<*>"
 BEAM = 24
 """Readings kept per step (case and spelling variants of one reading count once). 6 lost
@@ -54,7 +56,6 @@ to -1.6). The rescoring's forced scores do not count it."""
 PRUNE_AFTER = 3
 """Tokens before pruning starts (a misheard first word costs much: "Go" for "turn")."""
 _CONTRACTION = re.compile(r"^(.+?)(s|t|re|ll|ve|d|m)$")
-_WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*|%", re.UNICODE)
 
 
 @dataclass
@@ -399,8 +400,8 @@ def grounded(text: str, heard: list[str]) -> bool:
     gave. The search reaches every sentence of the home, and a forced score does not count
     the audio a short sentence leaves unsaid: chatter ("put the kettle on for tea", heard
     "but the candle on for the...") came within the limit as "what can I say"."""
-    words = set(_WORD.findall(text.casefold()))
-    return any(words & set(_WORD.findall(reading.casefold())) for reading in heard)
+    words = set(WORD.findall(text.casefold()))
+    return any(words & set(WORD.findall(reading.casefold())) for reading in heard)
 
 
 FIRST_WORDS = 4

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .common import WORD
+
 DROP = 2.0
 """Most mean log-probability a token a candidate may score below the free reading, on the
 first look (the fitted window), each scored in its best surface form (``surface_forms``).
@@ -133,7 +135,7 @@ def pick_rescored(
     free_texts = references or heard[:1]
     best: dict[str, tuple[float, str]] = {}  # candidate -> (score, the form that scored it)
 
-    def measure(more: list[str], also: list[str] = []) -> list[tuple[float, str]]:  # noqa: B006
+    def measure(more: list[str], also: tuple[str, ...] = ()) -> list[tuple[float, str]]:
         """Score ``more`` candidates (the likeliest few in their other forms too) and the
         texts ``also`` in the same batch; all candidates ranked, best first."""
         written = {c: (forms(c) if forms else None) or [c] for c in more}
@@ -147,7 +149,7 @@ def pick_rescored(
                 best[c] = max(best[c], (value, f))
         return sorted(((value, c) for c, (value, _) in best.items()), reverse=True)
 
-    ranked = measure(candidates, also=free_texts)
+    ranked = measure(candidates, also=tuple(free_texts))
     free = max(score(free_texts))
     winner, clash = _first_command(ranked[:CHECKS], rescorer, separation)
     variants = getattr(rescorer, "command_variants", None)
@@ -173,11 +175,8 @@ def pick_rescored(
     return Rescored(text, value, free, why, best[text][1]), why
 
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-
-
 def _name_words(text: str) -> set[str]:
-    return {w.removesuffix("s") for w in _WORD.findall(text.casefold())}
+    return {w.removesuffix("s") for w in WORD.findall(text.casefold())}
 
 
 NAME_KEPT = 0.6
