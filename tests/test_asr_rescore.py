@@ -215,3 +215,9 @@ def test_a_rescored_command_keeps_the_names_of_the_home_that_were_heard():
     assert heard_names == {"floor"}
     picked, _ = pick_rescored([slip], home, score, heard_names=heard_names)
     assert picked is not None and picked.text == "unlock the back door"
+    # the same command said another way, as near, that keeps the name is taken instead
+    slip = "What is the way of the light?"  # "like" starts as "light" does
+    home = SentencesHome({"what is the weather": "weather", "what is the weather like": "weather"})
+    scores = {slip: -0.7, "what is the weather": -1.2, "what is the weather like": -1.45}
+    picked, _ = pick_rescored([slip], home, score, heard_names=names_heard(slip, names))
+    assert picked is not None and picked.text == "what is the weather like"

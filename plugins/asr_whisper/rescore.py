@@ -164,13 +164,23 @@ def pick_rescored(
         return None, clash
     if winner is None:
         return None, f"none of the {len(best)} nearest sentences is a command here"
-    value, text, _ = winner
+    value, text, meaning = winner
+    if lost := _names_lost(heard_names, text):
+        # the same command said another way, as near, may keep them ("what is the weather"
+        # and "... like", for "What is the way of the light?")
+        alike = (
+            (v, t)
+            for v, t in ranked[:CHECKS]
+            if value - v < separation and not _names_lost(heard_names, t)
+        )
+        keeping = next((vt for vt in alike if rescorer.command_meaning(vt[1]) == meaning), None)
+        if keeping is None:
+            return None, f"{text!r} leaves out {', '.join(lost)!r}: a name of this home, heard"
+        value, text = keeping
     if free - value > drop:
         return None, f"{text!r} scores {free - value:.2f} below what was heard (most {drop})"
     if rival := _number_rival(text, best[text][1], value, heard, free_texts, score, separation):
         return None, rival
-    if lost := _names_lost(heard_names, text):
-        return None, f"{text!r} leaves out {', '.join(lost)!r}: a name of this home, heard"
     why = f"{text!r}: best of {len(candidates)} home sentences, {free - value:.2f} below"
     return Rescored(text, value, free, why, best[text][1]), why
 
@@ -183,6 +193,9 @@ NAME_KEPT = 0.6
 """Least similarity (difflib's ratio) of a word of the rescored command to a name word
 heard for that name to count as kept: respelled ("mag floor" -> "back door", 0.89), not
 dropped ("fan" against any word of "turn off the kitchen, light in the kitchen", ≤ 0.4)."""
+NAME_KEPT_SAME_START = 0.4
+"""The same for a word that starts with the same letter ("the way of the light" -> "the
+weather like": "like" 0.44 to "light")."""
 
 
 def names_heard(top: str, names: str) -> frozenset[str]:
@@ -195,11 +208,12 @@ def names_heard(top: str, names: str) -> frozenset[str]:
 
 def _names_lost(heard_names: frozenset[str], text: str) -> list[str]:
     words = _name_words(text)
-    return sorted(
-        name
-        for name in heard_names
-        if not any(difflib.SequenceMatcher(None, name, w).ratio() >= NAME_KEPT for w in words)
-    )
+
+    def kept(name: str, word: str) -> bool:
+        ratio = difflib.SequenceMatcher(None, name, word).ratio()
+        return ratio >= (NAME_KEPT_SAME_START if name[:1] == word[:1] else NAME_KEPT)
+
+    return sorted(name for name in heard_names if not any(kept(name, w) for w in words))
 
 
 def _first_command(
