@@ -137,6 +137,7 @@ def test_a_found_sentence_must_share_a_word_with_what_the_decoder_heard():
     assert not grounded("What can I say", heard)  # chatter: no word in common
     assert grounded("turn on the kettle", heard)
     assert grounded("what is the date today", ["What is the next domain?"])
+    assert not grounded("What can I say", ["I will speak to you, and", "Be me on"])  # "I"
 
 
 def test_a_narrowband_slip_is_found_within_one_template(hassil):

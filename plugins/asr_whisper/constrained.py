@@ -395,13 +395,25 @@ def commands_found(
     )
 
 
+GROUNDING_LETTERS = 3
+"""Least letters of the word a found sentence shares with a reading: "I", "a", "is", "on"
+are in most sentences (an 8 kHz "is the tv on" heard "I will speak to you, and" was found
+as "What can I say", 0.63 below)."""
+
+
 def grounded(text: str, heard: list[str]) -> bool:
-    """Whether a sentence the search found has a word in common with a reading the decoder
-    gave. The search reaches every sentence of the home, and a forced score does not count
-    the audio a short sentence leaves unsaid: chatter ("put the kettle on for tea", heard
-    "but the candle on for the...") came within the limit as "what can I say"."""
-    words = set(WORD.findall(text.casefold()))
-    return any(words & set(WORD.findall(reading.casefold())) for reading in heard)
+    """Whether a sentence the search found has a word (of GROUNDING_LETTERS or more) in
+    common with a reading the decoder gave. The search reaches every sentence of the home,
+    and a forced score does not count the audio a short sentence leaves unsaid: chatter
+    ("put the kettle on for tea", heard "but the candle on for the...") came within the
+    limit as "what can I say"."""
+
+    def words(sentence: str) -> set[str]:
+        found = WORD.findall(sentence.casefold())
+        return {w for w in found if len(w) >= GROUNDING_LETTERS}
+
+    said = words(text)
+    return any(said & words(reading) for reading in heard)
 
 
 FIRST_WORDS = 4
