@@ -155,3 +155,17 @@ async def test_a_client_started_twice_keeps_one_session(mosquitto, caplog):
     await asyncio.to_thread(client.stop)
     assert connects == [1]
     assert not [r for r in caplog.records if "MQTT lost" in r.getMessage()]
+
+
+def test_pahos_turn_without_a_socket_is_no_error(caplog):
+    """paho logs a loop turn that finds no socket (its race with disconnect, or between its
+    reconnect tries) as an error; the client reports losses itself, so that turn is DEBUG."""
+    from voiced_plugins.mqtt.client import PAHO_LOG
+
+    caplog.set_level(logging.DEBUG, logger="voiced_plugins.mqtt")
+    PAHO_LOG.error(
+        "Client is not connected. Socket: None). Last known Connection State: MQTT_CS_CONNECTING"
+    )
+    PAHO_LOG.error("failed to receive on socket: [Errno 32] Broken pipe")
+    levels = [(r.levelname, r.getMessage()[:22]) for r in caplog.records]
+    assert levels == [("DEBUG", "Client is not connecte"), ("ERROR", "failed to receive on s")]

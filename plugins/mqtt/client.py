@@ -25,6 +25,25 @@ UNSUPPORTED_PROTOCOL = (1, 132)
 AUTH_FAILED = (4, 5, 134, 135)
 
 
+class _NoSocketTurn(logging.Filter):
+    """paho's network thread logs a loop turn that finds no socket as an error ("Client is
+    not connected. Socket: None"): it happens in a race with disconnect() or between its
+    own reconnect tries, and paho then reconnects by itself. What the user must know (the
+    connection lost or refused) this client logs itself; the turn goes to DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR and str(record.msg).startswith(
+            "Client is not connected"
+        ):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
+
+
+PAHO_LOG = logging.getLogger("voiced_plugins.mqtt.paho")
+PAHO_LOG.addFilter(_NoSocketTurn())
+
+
 @dataclass(frozen=True)
 class Will:
     topic: str
@@ -126,7 +145,7 @@ class MqttClient:
             protocol=protocol,
             reconnect_on_failure=True,
         )
-        client.enable_logger(logging.getLogger("voiced_plugins.mqtt.paho"))
+        client.enable_logger(PAHO_LOG)
         client.reconnect_delay_set(
             min_delay=self.options.reconnect_min_delay, max_delay=self.options.reconnect_max_delay
         )
