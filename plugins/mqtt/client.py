@@ -128,8 +128,8 @@ class MqttClient:
         if client is None:
             return
         # paho's network thread may take one more turn after disconnect() closed the socket
-        # and log "Client is not connected" as an error: a race of paho's, not a failure
-        # (how the disconnect went comes to _disconnected).
+        # and log it: nothing of that turn is news (how the disconnect went comes to
+        # _disconnected). The turn may start before this line: _NoSocketTurn covers it.
         client.disable_logger()
         client.disconnect()
         client.loop_stop()
