@@ -1,13 +1,15 @@
 """Shared bits of the benchmark scripts: stats, one table format, JSON, the machine.
 
-Every figure is a median with its min-max over ``n`` runs, and every row says what was
-measured and how many runs it is over, so a table can't claim more than it measured.
+Every latency figure is a p50 (median) with its p90, p99 (only where the count allows) and max
+over ``n`` runs, and every row says what was measured and how many runs it is over, so a table
+can't claim more than it measured.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import platform
 import statistics
@@ -44,13 +46,30 @@ def ensure_importable() -> None:
         spec.loader.exec_module(module)
 
 
-def stats(values: Iterable[float]) -> dict[str, float]:
-    """Median, min, max and count of some measurements (raises on none: nothing to claim)."""
+def percentile(data: list[float], q: float) -> float | None:
+    """The nearest-rank ``q`` percentile (0-100) of ``data``, or None when the count is too small.
+
+    A percentile is only claimed when at least one sample lies above it: p90 needs 10 samples,
+    p99 needs 100.
+    """
+    if not data or len(data) < math.ceil(100.0 / (100.0 - q)):
+        return None
+    ordered = sorted(data)
+    return ordered[max(0, math.ceil(q / 100.0 * len(ordered)) - 1)]
+
+
+def stats(values: Iterable[float]) -> dict[str, float | None]:
+    """Median (p50), p90, p99, min, max and count of some measurements (raises on none).
+
+    ``p90``/``p99`` are None where the count does not allow them (see ``percentile``).
+    """
     data = [float(v) for v in values]
     if not data:
         raise ValueError("no measurements to summarize")
     return {
         "median": statistics.median(data),
+        "p90": percentile(data, 90),
+        "p99": percentile(data, 99),
         "min": min(data),
         "max": max(data),
         "n": len(data),
@@ -79,21 +98,32 @@ class Row:
     min: float | None = None
     max: float | None = None
     runs: int | None = None  # how many measurements the figure is over
+    p90: float | None = None  # None: too few runs to claim it
+    p99: float | None = None
     peer: str = ""  # e.g. "0.93x direct faster-whisper"
     note: str = ""
 
     @classmethod
-    def of(cls, area: str, what: str, unit: str, summary: dict[str, float], **kw: Any) -> Row:
+    def of(
+        cls, area: str, what: str, unit: str, summary: dict[str, float | None], **kw: Any
+    ) -> Row:
         """A row from a ``stats()`` summary, scaled to ``unit`` (seconds -> ms when unit=ms)."""
         scale = 1000.0 if unit == "ms" else 1.0
+
+        def scaled(key: str) -> float | None:
+            value = summary.get(key)
+            return None if value is None else value * scale
+
         return cls(
             area,
             what,
             unit,
-            summary["median"] * scale,
-            summary["min"] * scale,
-            summary["max"] * scale,
-            int(summary.get("n", 0)) or None,
+            scaled("median"),
+            scaled("min"),
+            scaled("max"),
+            int(summary.get("n") or 0) or None,
+            scaled("p90"),
+            scaled("p99"),
             **kw,
         )
 
@@ -112,15 +142,19 @@ def _num(value: float | None) -> str:
 
 
 def format_table(rows: list[Row]) -> str:
-    """A plain-text (and Markdown) table: area, measurement, median, min-max, runs, peer."""
-    head = ["area", "measurement", "median", "min-max", "unit", "runs", "vs peer / note"]
+    """A plain-text (and Markdown) table: area, measurement, p50, p90, p99, max, runs, peer.
+
+    p90/p99 show "-" where the run count does not allow them; an empty ``rows`` still gives the
+    header.
+    """
+    head = ["area", "measurement", "p50", "p90", "p99", "max", "unit", "runs", "vs peer / note"]
     lines = []
     for r in rows:
-        spread = "-" if r.min is None or r.max is None else f"{_num(r.min)}-{_num(r.max)}"
         extra = "; ".join(x for x in (r.peer, r.note) if x)
         runs = "-" if r.runs is None else str(r.runs)
-        lines.append([r.area, r.what, _num(r.median), spread, r.unit, runs, extra])
-    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(head)]
+        figures = [_num(r.median), _num(r.p90), _num(r.p99), _num(r.max)]
+        lines.append([r.area, r.what, *figures, r.unit, runs, extra])
+    widths = [max([len(h)] + [len(line[i]) for line in lines]) for i, h in enumerate(head)]
 
     def fmt(cells: list[str]) -> str:
         return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
@@ -200,3 +234,38 @@ class Section:
             print(f"note: {note}")
         if json_path:
             write_json(json_path, self.to_dict())
+
+
+def asr_detail(record: dict[str, Any] | None) -> str:
+    """What the recognizer's per-utterance record (a transcript's ``data``) says it did.
+
+    Every key is optional: the record names the longest sub-step of ``timings_ms`` beside
+    ``total``, whether it retried or rescored, and ``hypothesis.why``.
+    """
+    if not record:
+        return ""
+    parts = []
+    timings = {k: v for k, v in (record.get("timings_ms") or {}).items() if k != "total"}
+    numeric = {k: v for k, v in timings.items() if isinstance(v, int | float)}
+    if numeric:
+        step = max(numeric, key=lambda k: numeric[k])
+        parts.append(f"{step} {numeric[step]:.0f} ms")
+    total = (record.get("timings_ms") or {}).get("total")
+    if isinstance(total, int | float):
+        parts.append(f"decode {total:.0f} ms")
+    if record.get("retry_hypotheses"):
+        parts.append(f"retried ({len(record['retry_hypotheses'])} hypotheses)")
+    if isinstance(record.get("rescored"), dict) and record["rescored"].get("text"):
+        parts.append("rescored")
+    why = (record.get("hypothesis") or {}).get("why")
+    if why:
+        parts.append(f"why: {str(why)[:80]}")
+    return ", ".join(parts)
+
+
+def slowest(results: list[dict[str, Any]], key: str, describe: Any, count: int = 5) -> list[str]:
+    """The ``count`` results with the largest ``key`` (seconds), one line each: the file, its
+    time and ``describe(result)`` (the step that took the time)."""
+    timed = [r for r in results if isinstance(r.get(key), int | float)]
+    timed.sort(key=lambda r: r[key], reverse=True)
+    return [f"{r.get('file', '?')}: {r[key] * 1000:.0f} ms, {describe(r)}" for r in timed[:count]]

@@ -30,7 +30,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import CACHE, ROOT, Row, Section, ensure_importable, stats
+from benchmarks.common import (
+    CACHE,
+    ROOT,
+    Row,
+    Section,
+    asr_detail,
+    ensure_importable,
+    slowest,
+    stats,
+)
 from benchmarks.wer import word_error_rate
 
 SITE = "bench"
@@ -247,6 +256,7 @@ async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], fol
         "speculation_log": main.get("speculation_log", []),
         "answer": main["tts-start"].data.get("text") if "tts-start" in main else None,
         "asr_s": main["transcript"].data.get("asr_seconds") if "transcript" in main else None,
+        "asr_record": asr_record(main["transcript"].data) if "transcript" in main else None,
         # the first piece came from the speech cache (no synthesis between intent and audio)
         "answer_cached": "tts-audio" in main
         and main["tts-audio"].data.get("time_to_first_audio_s", 1.0) < CACHED_S,
@@ -255,6 +265,37 @@ async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], fol
         ),
         **(run_timing(main, speech_end) if main else {}),
     }
+
+
+def asr_record(data: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a transcript's per-utterance record that say where its time went."""
+    keys = ("hypothesis", "rescored", "retry_hypotheses", "timings_ms", "asr_seconds")
+    return {k: data[k] for k in keys if k in data}
+
+
+STEPS = [  # (name, start key, end key) of one file's answer, all from vad-end
+    ("asr", None, "to_transcript"),
+    ("intent", "to_transcript", "to_intent"),
+    ("tts", "to_intent", "to_first_audio"),
+]
+
+
+def slow_step(result: dict[str, Any]) -> str:
+    """The step of one file's answer that took the most time, with what the recognizer did."""
+    spans = {}
+    for name, start, end in STEPS:
+        if result.get(end) is not None:
+            spans[name] = result[end] - ((result.get(start) or 0.0) if start else 0.0)
+    total, to_audio = result.get("speech_end_to_first_audio"), result.get("to_first_audio")
+    if total is not None and to_audio is not None:
+        spans["vad wait"] = total - to_audio
+    if not spans:
+        return "never answered"
+    step = max(spans, key=lambda k: spans[k])
+    detail = asr_detail(result.get("asr_record"))
+    return f"slowest step {step} {spans[step] * 1000:.0f} ms" + (
+        f"; asr: {detail}" if detail else ""
+    )
 
 
 def describe_pass(entry: dict[str, Any]) -> str:
@@ -512,6 +553,8 @@ async def run(
     for mode, mode_results in by_mode.items():
         label = f"e2e early commit {'on' if mode else 'off'}" if compare else "e2e"
         section.rows += summarize(mode_results, label)
+        for line in slowest(mode_results, "speech_end_to_first_audio", slow_step):
+            section.notes.append(f"{label} slowest speech end -> first audio: {line}")
     if compare:
         section.rows += early_commit_rows(by_mode[True], by_mode[False]) + slice_rows
     section.results = {
