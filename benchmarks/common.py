@@ -242,22 +242,24 @@ def asr_detail(record: dict[str, Any] | None) -> str:
     Every key is optional: the record names the longest sub-step of ``timings_ms`` beside
     ``total``, whether it retried or rescored, and ``hypothesis.why``.
     """
-    if not record:
+    if not isinstance(record, dict) or not record:
         return ""
     parts = []
-    timings = {k: v for k, v in (record.get("timings_ms") or {}).items() if k != "total"}
-    numeric = {k: v for k, v in timings.items() if isinstance(v, int | float)}
-    if numeric:
-        step = max(numeric, key=lambda k: numeric[k])
-        parts.append(f"{step} {numeric[step]:.0f} ms")
-    total = (record.get("timings_ms") or {}).get("total")
-    if isinstance(total, int | float):
-        parts.append(f"decode {total:.0f} ms")
-    if record.get("retry_hypotheses"):
-        parts.append(f"retried ({len(record['retry_hypotheses'])} hypotheses)")
+    timings = record.get("timings_ms")
+    timings = timings if isinstance(timings, dict) else {}
+    steps = {k: v for k, v in timings.items() if k != "total" and isinstance(v, int | float)}
+    if steps:
+        step = max(steps, key=lambda k: steps[k])
+        parts.append(f"{step} {steps[step]:.0f} ms")
+    if isinstance(timings.get("total"), int | float):
+        parts.append(f"decode {timings['total']:.0f} ms")
+    retried = record.get("retry_hypotheses")
+    if isinstance(retried, list) and retried:
+        parts.append(f"retried ({len(retried)} hypotheses)")
     if isinstance(record.get("rescored"), dict) and record["rescored"].get("text"):
         parts.append("rescored")
-    why = (record.get("hypothesis") or {}).get("why")
+    hypothesis = record.get("hypothesis")
+    why = hypothesis.get("why") if isinstance(hypothesis, dict) else None
     if why:
         parts.append(f"why: {str(why)[:80]}")
     return ", ".join(parts)

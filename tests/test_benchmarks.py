@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import testset
 from benchmarks.__main__ import generic, json_mode, supported
-from benchmarks.common import Row, format_table, stats
-from benchmarks.e2e import intent_matches, run_timing
+from benchmarks.common import Row, asr_detail, format_table, percentile, slowest, stats
+from benchmarks.e2e import intent_matches, run_timing, slow_step
 from benchmarks.wer import edit_distance, normalize, number_words, word_error_rate
 
 # -- normalization ----------------------------------------------------------------------------
@@ -174,24 +176,59 @@ def test_intent_match_needs_the_name_and_the_same_slots():
 # -- the table --------------------------------------------------------------------------------
 
 
-def test_stats_are_median_min_max_and_count():
-    assert stats([3.0, 1.0, 2.0, 10.0]) == {"median": 2.5, "min": 1.0, "max": 10.0, "n": 4}
+def test_stats_are_median_tail_percentiles_min_max_and_count():
+    assert stats([3.0, 1.0, 2.0, 10.0]) == {
+        "median": 2.5, "p90": None, "p99": None, "min": 1.0, "max": 10.0, "n": 4
+    }  # fmt: skip
     with pytest.raises(ValueError):
         stats([])
 
 
-def test_table_rows_say_median_range_runs_and_peer():
+def test_a_percentile_is_claimed_only_where_a_sample_lies_above_it():
+    assert percentile([float(v) for v in range(1, 10)], 90) is None  # 9 samples: no p90
+    assert percentile([float(v) for v in range(1, 11)], 90) == 9.0
+    hundred = [float(v) for v in range(1, 101)]
+    assert percentile(hundred, 90) == 90.0 and percentile(hundred, 99) == 99.0
+    assert percentile(hundred[:99], 99) is None
+
+
+def test_table_rows_say_p50_p90_p99_max_runs_and_peer():
     row = Row.of("asr", "utterance -> text", "ms", stats([0.1, 0.2, 0.3]), peer="0.50x direct")
-    table = format_table([row, Row("e2e", "WER, all files", "%", 12.5, runs=26)])
+    tail = Row.of("e2e", "speech end -> audio", "ms", stats([i / 100 for i in range(1, 21)]))
+    table = format_table([row, Row("e2e", "WER, all files", "%", 12.5, runs=26), tail])
     lines = table.splitlines()
-    assert lines[0].split("|")[1:-1] == [
-        f" {h.ljust(len(c) - 2)} " for h, c in zip(
-            ["area", "measurement", "median", "min-max", "unit", "runs", "vs peer / note"],
-            lines[0].split("|")[1:-1], strict=True)
+    head = ["area", "measurement", "p50", "p90", "p99", "max", "unit", "runs", "vs peer / note"]
+    assert [c.strip() for c in lines[0].split("|")[1:-1]] == head
+    cells = [[c.strip() for c in line.split("|")[1:-1]] for line in lines[2:]]
+    assert cells[0][2:8] == ["200", "-", "-", "300", "ms", "3"]
+    assert "0.50x direct" in cells[0][8]
+    assert cells[1][2] == "12.5" and cells[1][7] == "26"
+    assert cells[2][2:6] == ["105", "180", "-", "200"]
+
+
+def test_an_empty_table_still_prints_its_header():
+    assert format_table([]).splitlines()[0].split("|")[1].strip() == "area"
+
+
+def test_the_slowest_files_name_the_step_and_what_the_recognizer_did():
+    record = {
+        "hypothesis": {"why": "second look: a home command"},
+        "retry_hypotheses": [{}, {}],
+        "timings_ms": {"total": 2400.0},
+    }
+    results = [
+        {"file": "quick.wav", "to_transcript": 0.2, "to_intent": 0.25, "to_first_audio": 0.3,
+         "speech_end_to_first_audio": 0.9},
+        {"file": "slow.wav", "to_transcript": 2.5, "to_intent": 2.6, "to_first_audio": 2.7,
+         "speech_end_to_first_audio": 3.3, "asr_record": record},
+        {"file": "lost.wav"},
     ]  # fmt: skip
-    assert "| 200 " in lines[2] and "100-300" in lines[2] and "| 3 " in lines[2]
-    assert "0.50x direct" in lines[2]
-    assert "12.5" in lines[3] and "| 26 " in lines[3]
+    lines = slowest(results, "speech_end_to_first_audio", slow_step, count=5)
+    assert len(lines) == 2 and lines[0].startswith("slow.wav: 3300 ms")
+    assert "slowest step asr 2500 ms" in lines[0]
+    assert "retried (2 hypotheses)" in lines[0] and "second look" in lines[0]
+    assert "slowest step vad wait 600 ms" in lines[1]
+    assert asr_detail({}) == "" and asr_detail({"timings_ms": "odd"}) == ""
 
 
 def test_generic_rows_come_from_any_json_with_medians():
@@ -266,3 +303,47 @@ def test_the_remote_table_compares_on_and_off_per_path_from_the_same_files():
     ]
     assert early.median == round(0.45 / 0.95, 3) and early.runs == 2  # files 1 and 3, paired
     assert len(ratios) == 6  # both kinds for Wyoming, tts-start and tts-audio
+
+
+# -- the runner survives its scripts --------------------------------------------------------
+
+FINE = """
+import argparse, json
+parser = argparse.ArgumentParser()
+parser.add_argument("--json", metavar="FILE")
+args = parser.parse_args()
+row = {"area": "fine", "what": "a figure that finished", "unit": "ms", "median": 42.0,
+       "max": 50.0, "runs": 3}
+open(args.json, "w").write(json.dumps({"name": "fine", "rows": [row], "notes": []}))
+"""
+RAISES = """
+import argparse
+argparse.ArgumentParser().parse_args()
+raise RuntimeError("the microphone caught fire")
+"""
+OVERRUNS = """
+import argparse, time
+argparse.ArgumentParser().parse_args()
+time.sleep(120)
+"""
+
+
+def test_a_script_that_raises_and_one_that_overruns_leave_the_table_with_the_rest(tmp_path):
+    scripts = []
+    for name, text in (("boom", RAISES), ("fine", FINE), ("slow", OVERRUNS)):
+        (tmp_path / f"{name}.py").write_text(text)
+        scripts += ["--script", f"{name}={tmp_path / name}.py"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--only", "boom,fine,slow", "--budget", "12",
+         *scripts],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "| fine " in out and "a figure that finished" in out and "| 42.0 " in out
+    assert "Did not finish:" in out
+    assert re.search(r"- boom: raised after \d+ s: exit 1: .*the microphone caught fire", out)
+    assert re.search(r"- slow: overran after \d+ s: stopped at its budget of \d+ s", out)
