@@ -190,7 +190,12 @@ def run_script(script: Script, quick: bool, time_left: float) -> Outcome:
         except (OSError, ValueError) as exc:
             note = f"JSON unreadable ({exc}): its own output is printed below"
             return Outcome(script, "text", seconds, text=proc.stdout.strip(), note=note)
-    outcome = Outcome(script, "ok", seconds, data=data)
+    return with_rows(Outcome(script, "ok", seconds, data=data), args)
+
+
+def with_rows(outcome: Outcome, args: list[str]) -> Outcome:
+    """The outcome with its rows read from its JSON by the script's adapter."""
+    script, data = outcome.script, outcome.data
     try:
         outcome.rows, outcome.notes = ADAPTERS[script.adapter](script.name, data)
     except Exception as exc:  # a changed schema: fall back to the generic reading

@@ -256,7 +256,7 @@ async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], fol
         "speculation_log": main.get("speculation_log", []),
         "answer": main["tts-start"].data.get("text") if "tts-start" in main else None,
         "asr_s": main["transcript"].data.get("asr_seconds") if "transcript" in main else None,
-        "asr_record": asr_record(main["transcript"].data) if "transcript" in main else None,
+        "asr_record": asr_record(main.get("transcript")),
         # the first piece came from the speech cache (no synthesis between intent and audio)
         "answer_cached": "tts-audio" in main
         and main["tts-audio"].data.get("time_to_first_audio_s", 1.0) < CACHED_S,
@@ -267,10 +267,11 @@ async def feed_file(pipeline: Any, recorder: Recorder, item: dict[str, Any], fol
     }
 
 
-def asr_record(data: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a transcript's per-utterance record that say where its time went."""
+def asr_record(transcript: Any) -> dict[str, Any] | None:
+    """The parts of a transcript event's per-utterance record that say where its time went."""
+    data = getattr(transcript, "data", None) or {}
     keys = ("hypothesis", "rescored", "retry_hypotheses", "timings_ms", "asr_seconds")
-    return {k: data[k] for k in keys if k in data}
+    return {k: data[k] for k in keys if k in data} or None
 
 
 STEPS = [  # (name, start key, end key) of one file's answer, all from vad-end
