@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.common import ensure_importable
+from benchmarks.common import ensure_importable, stats
 
 
 @dataclass
@@ -56,16 +55,23 @@ class Row:
     misses: list[str] = field(default_factory=list)
 
     def table_cells(self) -> list[str]:
-        lat = sorted(self.latencies_ms)
-        p90 = lat[min(len(lat) - 1, int(len(lat) * 0.9))] if lat else 0.0
+        lat = stats(self.latencies_ms) if self.latencies_ms else {}
+
+        def cell(key: str) -> str:
+            value = lat.get(key)
+            return "-" if value is None else f"{value:.0f}"
+
         return [
             self.label,
             f"{self.right}/{self.commands} {self.right / max(1, self.commands):.1%}",
             f"{self.clean_right}/{self.clean} {self.clean_right / max(1, self.clean):.1%}",
             str(self.wrong),
             f"{self.false_activations}/{self.idle}",
-            f"{statistics.median(lat) if lat else 0:.0f}",
-            f"{p90:.0f}",
+            cell("median"),
+            cell("p90"),
+            cell("p99"),
+            cell("max"),
+            str(len(self.latencies_ms)),
         ]
 
 
@@ -244,7 +250,18 @@ def main(argv: list[str] | None = None) -> int:
     commands = sum(i["kind"] == "command" for i in manifest["items"])
     print(f"{args.set} set: {len(files)} files ({commands} commands, "
           f"{len(files) - commands} chatter/no-speech), int8 CPU, tiny.en or as named")  # fmt: skip
-    header = ["row", "intent right (all)", "clean", "wrong", "false act.", "med ms", "p90 ms"]
+    header = [
+        "row",
+        "intent right (all)",
+        "clean",
+        "wrong",
+        "false act.",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "n",
+    ]
     table = [header] + [r.table_cells() for r in results]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for line in table:
