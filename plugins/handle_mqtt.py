@@ -86,6 +86,10 @@ class MqttActions:
     @hookimpl
     def voiced_handle(self, intent: Intent, context: RunContext) -> Response | None:
         service = self._service(context)
+        offline = getattr(context.app or self.app, "services_offline", None)
+        if service is None and offline:
+            log.info("mqtt-actions: %s; nothing published to MQTT", offline)
+            return None
         if service is None:
             log.error(
                 "mqtt-actions: no running %r service stage; add it to pipeline.service",

@@ -56,6 +56,8 @@ class EventLogger:
             print_json_line(event)
             return
         level = logging.WARNING if event.type == EventType.ERROR else self.level
+        if event.type == EventType.ENGINE_FALLBACK and _said_at_load(event):
+            level = logging.DEBUG  # the engine chain said it already, once
         journal = fields(run_id=event.run_id, site_id=event.site_id, voiced_event=event.type)
         log.log(level, "%s", describe(event), extra=journal)
 
@@ -75,3 +77,8 @@ def voiced_register_stages(register: Any) -> None:
         options=LogEventsOptions,
         description="log every event (text) or print it as JSON lines (json)",
     )
+
+
+def _said_at_load(event: Event) -> bool:
+    """A fallback at load time with an engine after it: the chain logs that itself."""
+    return event.data.get("phase") == "load" and event.data.get("next") is not None

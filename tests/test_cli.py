@@ -114,3 +114,54 @@ def test_realtime_without_a_source_applies_to_the_configured_sources_that_have_t
     args = argparse.Namespace(config=str(config), realtime=True)
     expected = {"stages": {"source": {"file": {"realtime": True}}}}  # stdin has no such option
     assert cli_overrides(args, plugin_host()) == expected
+
+
+def test_a_missing_input_file_is_reported_before_any_model_loads(tmp_path):
+    for args in (("transcribe", "missing.wav"), ("run", "--source", "file:missing.wav")):
+        result = voiced(*args, cwd=tmp_path, timeout=60)
+        assert result.returncode != 0
+        assert "missing.wav: no such file" in result.stderr
+        assert "stage-loaded" not in result.stderr and "whisper" not in result.stderr
+
+
+def test_intent_with_the_default_config_answers_without_a_spurious_service_error():
+    result = voiced("--log-level", "INFO", "intent", "turn on the kitchen light", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "response: Turned on" in result.stdout
+    assert "ERROR" not in result.stderr
+    assert "voiced intent starts no services" in result.stderr
+
+
+def test_intent_reads_many_sentences_from_stdin_with_one_grammar_load(tmp_path):
+    lines = "turn on the kitchen light\n# a comment\n\nwhat time is it\nzork the blorb\n"
+    result = subprocess.run(
+        [sys.executable, "-m", "voiced.cli", "--log-level", "INFO", "intent", "--file", "-",
+         "--json"],
+        input=lines, capture_output=True, text=True, cwd=ROOT, timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("VOICED_")},
+    )  # fmt: skip
+    assert result.returncode == 1  # one sentence was not recognized
+    decoder = json.JSONDecoder()
+    results, text = [], result.stdout.strip()
+    while text:
+        value, end = decoder.raw_decode(text)
+        results.append(value)
+        text = text[end:].strip()
+    assert [r["text"] for r in results] == [
+        "turn on the kitchen light",
+        "what time is it",
+        "zork the blorb",
+    ]
+    assert [r["intent"]["name"] if r["intent"] else None for r in results] == [
+        "HassTurnOn",
+        "HassGetCurrentTime",
+        None,
+    ]
+    assert result.stderr.count("hassil en:") == 1  # the grammar loaded once
+
+
+def test_intent_json_prints_non_ascii_text_readably(tmp_path):
+    sentence = "schalte das Küchenlicht ein"
+    result = voiced("intent", sentence, "--json", timeout=120)
+    assert sentence in result.stdout
+    assert "\\u00fc" not in result.stdout

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from voiced.events import EngineFallback, Event, StageLoaded
+from voiced.missing_extra import missing_gpu_module
 from voiced.stages import AsrStream, StageCall
 
 log = logging.getLogger(__name__)
@@ -66,19 +67,7 @@ class EngineChain:
             try:
                 engine.load()
             except Exception as exc:
-                reason = f"{type(exc).__name__}: {exc}"
-                self.load_errors[name] = reason
-                rest = [n for n, _ in self.engines[index + 1 :]]
-                level = logging.INFO if rest else logging.WARNING
-                log.log(
-                    level,
-                    "%s engine %s not used: %s%s",
-                    self.kind,
-                    name,
-                    reason,
-                    f"; trying {rest[0]}" if rest else "",
-                )
-                self._fallback(name, reason, index, "load")
+                self._load_failed(index, name, exc)
                 continue
             self.loaded.append((name, engine))
             info = dict(getattr(engine, "info", {}) or {})
@@ -87,6 +76,28 @@ class EngineChain:
         if not self.loaded:
             reasons = "; ".join(f"{n}: {r}" for n, r in self.load_errors.items())
             raise ChainError(f"no {self.kind} engine could load ({reasons})")
+
+    def _load_failed(self, index: int, name: str, exc: Exception) -> None:
+        """Log and report an engine that did not load: once, at INFO while another follows."""
+        reason = f"{type(exc).__name__}: {exc}"
+        self.load_errors[name] = reason
+        rest = [n for n, _ in self.engines[index + 1 :]]
+        missing = missing_gpu_module(exc)
+        if missing and rest:
+            # A CPU install without the GPU extra: normal, not a fault.
+            log.debug("%s engine %s not used: %s", self.kind, name, reason)
+            reason = f"GPU engine not installed ({name} needs {missing}); using {rest[0]}"
+            log.info("%s: %s", self.kind, reason)
+        else:
+            log.log(
+                logging.INFO if rest else logging.WARNING,
+                "%s engine %s not used: %s%s",
+                self.kind,
+                name,
+                reason,
+                f"; trying {rest[0]}" if rest else "",
+            )
+        self._fallback(name, reason, index, "load")
 
     @property
     def active(self) -> tuple[str, Any]:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import functools
 import json
+import logging
 import os
 import sys
 import time
@@ -21,6 +22,8 @@ from voiced.limits import CommandRefused, TextTooLong
 from voiced.logs import report_fatal, setup_logging
 from voiced.pipeline import StartupError
 from voiced.plugins import PluginError, PluginHost, load_plugins
+
+log_cli = logging.getLogger("voiced.cli")
 
 
 @functools.cache
@@ -80,6 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     setup_logging(args.log_level or os.environ.get("VOICED_LOG_LEVEL", "INFO"))
     host = plugin_host()
+    check_file_sources(args.source or [])
     overrides = cli_overrides(args, host)
     extra = [("cli-events", EventPrinter())] if args.events == "json" else []
     if args.events == "json":
@@ -90,6 +94,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     daemon = Daemon(args.config, overrides, extra, host=host)
     setup_logging(args.log_level or daemon.settings.log_level)
     return asyncio.run(daemon.run())
+
+
+def unreadable(path: Path) -> str | None:
+    """Why an input file cannot be read ("no such file", ...), or None: checked before any
+    model loads, so a typo fails at once."""
+    if not path.exists():
+        return "no such file"
+    if path.is_dir():
+        return "is a folder, not a sound file"
+    if not os.access(path, os.R_OK):
+        return "not readable (permission denied)"
+    return None
+
+
+def check_file_sources(specs: list[str]) -> None:
+    """``--source file:PATH`` with a PATH that cannot be read: a clear error before start-up."""
+    for spec in specs:
+        name, _, value = spec.partition(":")
+        if name != "file" or not value or value == "-" or value.startswith("bundled:"):
+            continue
+        reason = unreadable(Path(value).expanduser())
+        if reason:
+            raise ConfigError(f"--source {spec}: {value}: {reason}")
 
 
 def _configured_services(args: argparse.Namespace) -> list[str]:
@@ -223,14 +250,21 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
     from voiced.daemon import prepare
     from voiced.pipeline import Pipeline
 
+    missing = [path for path in args.files if unreadable(path)]
+    for path in missing:
+        print(f"error: {path}: {unreadable(path)}", file=sys.stderr)
+    if len(missing) == len(args.files):
+        return 1
     host = plugin_host()
     settings, host = prepare(args.config, cli_overrides(args, host), host=host)
     pipeline = Pipeline(settings, host)
     pipeline.build(only={"asr"})
     assert pipeline.asr is not None
     pipeline.asr.load()
-    status = 0
+    status = 1 if missing else 0
     for path in args.files:
+        if path in missing:
+            continue
         try:
             audio = read_pipeline_audio(path)
         except AudioFormatError as exc:
@@ -263,13 +297,23 @@ def cmd_transcribe(args: argparse.Namespace) -> int:
 
 def cmd_intent(args: argparse.Namespace) -> int:
     from voiced.building import make_stage
-    from voiced.context import RunContext
     from voiced.daemon import prepare
-    from voiced.intents import Transcript
     from voiced.pipeline import Pipeline
 
+    sentences = intent_sentences(args)
+    if not sentences:
+        print("voiced intent: no sentence given", file=sys.stderr)
+        return 1
     settings, host = prepare(args.config, host=plugin_host())
     pipeline = Pipeline(settings, host)
+    # A one-shot command starts no services: handlers that publish through one say so at INFO.
+    pipeline.services_offline = "voiced intent starts no services"
+    if settings.pipeline.service:
+        log_cli.info(
+            "voiced intent starts no services (%s): handlers that publish through them "
+            "only say what they would do",
+            ", ".join(settings.pipeline.service),
+        )
     components = []
     for kind, names in (
         ("intent", settings.pipeline.intent),
@@ -281,23 +325,60 @@ def cmd_intent(args: argparse.Namespace) -> int:
             pipeline.components[(kind, name)] = component
             host.pm.register(component, name=f"{kind}:{name}")
             components.append(component)
+    try:
+        misses = sum(
+            0 if recognize_one(text, settings, host, pipeline, args.json) else 1
+            for text in sentences
+        )
+    finally:
+        for component in components:
+            component.close()
+    return 0 if misses == 0 else 1
+
+
+def intent_sentences(args: argparse.Namespace) -> list[str]:
+    """The sentences to recognize: the argument, or one a line from ``--file`` (``-``: stdin)."""
+    if args.file is None:
+        return [args.text] if args.text is not None else []
+    if args.file == "-":
+        lines = sys.stdin.read(MAX_SENTENCE_FILE_CHARS + 1)
+    else:
+        path = Path(args.file)
+        if not path.is_file():
+            raise ConfigError(f"--file {args.file}: no such file")
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            lines = handle.read(MAX_SENTENCE_FILE_CHARS + 1)
+    if len(lines) > MAX_SENTENCE_FILE_CHARS:
+        raise ConfigError(f"--file {args.file}: longer than {MAX_SENTENCE_FILE_CHARS} characters")
+    texts = [line.strip() for line in lines.splitlines()]
+    return [text for text in texts if text and not text.startswith("#")]
+
+
+MAX_SENTENCE_FILE_CHARS = 1_000_000
+
+
+def recognize_one(text: str, settings: Any, host: PluginHost, pipeline: Any, as_json: bool) -> bool:
+    """Recognize and handle one sentence; print the result; whether an intent was found."""
+    from voiced.context import RunContext
+    from voiced.intents import Transcript
+
     context = RunContext(site_id=settings.site_id, language=settings.language, app=pipeline)
-    transcript = Transcript(text=args.text, language=settings.language, engine="cli")
+    transcript = Transcript(text=text, language=settings.language, engine="cli")
     started = time.monotonic()
     intent = host.pm.hook.voiced_recognize(transcript=transcript, context=context)
     recognized = time.monotonic()
     response = host.pm.hook.voiced_handle(intent=intent, context=context) if intent else None
     result = {
-        "text": args.text,
+        "text": text,
         "intent": intent.to_dict() if intent else None,
         "response": response.to_dict() if response else None,
         "recognize_ms": round((recognized - started) * 1000, 3),
         "reasons": context.data.get("intent_errors", []),
     }
-    if args.json:
-        print(json.dumps(result, indent=2, default=str))
+    if as_json:
+        print(json.dumps(result, indent=2, default=str, ensure_ascii=False))
     elif intent is None:
-        print(f"not recognized: {args.text!r}")
+        print(f"not recognized: {text!r}")
         for reason in result["reasons"]:
             print(f"  {reason}")
     else:
@@ -305,9 +386,7 @@ def cmd_intent(args: argparse.Namespace) -> int:
         for slot, value in intent.slots.items():
             print(f"  {slot}: {value}")
         print(f"response: {response.speech if response else '(no handler answered)'}")
-    for component in components:
-        component.close()
-    return 0 if intent else 1
+    return intent is not None
 
 
 def cmd_say(args: argparse.Namespace) -> int:
@@ -435,7 +514,12 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_transcribe)
 
     p = sub.add_parser("intent", help="recognize the intent of a sentence and answer it")
-    p.add_argument("text")
+    p.add_argument("text", nargs="?", help="the sentence (or --file)")
+    p.add_argument(
+        "--file",
+        metavar="FILE",
+        help="sentences, one a line ('-': stdin), recognized with one grammar load",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_intent)
 

@@ -76,6 +76,9 @@ class Pipeline:
         self.sources: list[Source] = []
         self.sinks: list[Sink] = []
         self.components: dict[tuple[str, str], Any] = {}
+        # Why no service runs by design (a one-shot CLI command), else None: handlers that
+        # publish through a service then say so at INFO instead of reporting an error.
+        self.services_offline: str | None = None
         self.asr: EngineChain | None = None
         self.tts: EngineChain | None = None
         self.voices: LanguageVoices | None = None  # the TTS chain per language (sites)
