@@ -26,6 +26,8 @@ from wyoming.client import AsyncTcpClient
 from wyoming.info import Describe
 from wyoming.tts import Synthesize
 
+from voiced.logs import RepeatLimit
+
 pytestmark = pytest.mark.slow
 
 NOFILE = 256
@@ -136,6 +138,7 @@ async def test_a_connection_flood_past_the_fd_limit_leaves_the_daemon_serving(
         baseline = daemon.usage()
         log_before = len(daemon.log_lines())
 
+        flooded_at = time.monotonic()
         flood = open_flood(port, FLOOD)
         time.sleep(1.0)
         held_from = daemon.usage()
@@ -156,16 +159,20 @@ async def test_a_connection_flood_past_the_fd_limit_leaves_the_daemon_serving(
         after = daemon.usage()
         lines = daemon.log_lines()[log_before:]
         out_of_resource = [line for line in lines if "out of system resource" in line]
+        # the daemon logs at most ``burst`` errors of a kind per ``window``: on a loaded
+        # machine the flood and its aftermath may span more than one window
+        limit = RepeatLimit()
+        windows = 1 + int((time.monotonic() - flooded_at) // limit.window)
         spun = (held_to.cpu_s - held_from.cpu_s) / (held_to.at - held_from.at)
         print(
             f"max_connections={max_connections}: {connected} of {FLOOD} connected, "
             f"fds {baseline.fds} -> {held_to.fds} (held) -> {after.fds}, "
             f"{len(lines)} log lines ({len(out_of_resource)} 'out of system resource'), "
-            f"CPU while held {spun:.0%} of a core"
+            f"CPU while held {spun:.0%} of a core, {windows} log window(s)"
         )
         assert after.fds <= baseline.fds, (baseline, after)
-        assert len(out_of_resource) <= 12, out_of_resource[:3]
-        assert len(lines) < 300, "\n".join(lines[-20:])
+        assert len(out_of_resource) <= (limit.burst + 2) * windows, out_of_resource[:3]
+        assert len(lines) < 300 * windows, "\n".join(lines[-20:])
         # an accept loop that spins on EMFILE burns a core; a parked one costs next to nothing
         assert spun < 0.5, f"{spun:.0%} of a core while the flood was held"
         assert daemon.alive()
