@@ -43,7 +43,21 @@ class HomeSourceOptions(HomeAssistantConnection):
         "($STATE_DIRECTORY, else ~/.local/state/voiced)",
     )
     refresh_delay: float = Field(
-        0.5, ge=0, description="seconds to gather registry changes into one refresh"
+        2.0,
+        ge=0,
+        description="registry changes are gathered into one refresh: it starts once none came "
+        "for this long",
+    )
+    refresh_max_delay: float = Field(
+        30.0,
+        ge=0,
+        description="the longest a change waits for its refresh while changes keep coming",
+    )
+    heartbeat_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="a quiet connection is asked for a `pong` this often; Home Assistant not "
+        "answering within `timeout` is logged and the connection made again",
     )
     reconnect_seconds: float = Field(1.0, gt=0, description="first wait after a lost connection")
     reconnect_max_seconds: float = Field(30.0, gt=0, description="longest wait between tries")
@@ -59,6 +73,24 @@ def state_directory() -> Path:
 def cache_path(options: HomeSourceOptions) -> Path:
     path = Path(options.cache).expanduser()
     return path if path.is_absolute() else state_directory() / path
+
+
+def _entity_ids(entries: Any) -> list[str]:
+    return [e["entity_id"] for e in entries or [] if isinstance(e, dict) and "entity_id" in e]
+
+
+def _home_of(
+    floors: Any, areas: Any, devices: Any, extended: Any, states: Any, exposed: Any
+) -> dict[str, Any]:
+    """``home_from_registries`` of the commands' raw results (in a worker thread)."""
+    return home_from_registries(
+        floors or [],
+        areas or [],
+        devices or [],
+        [e for e in (extended or {}).values() if e],
+        states or [],
+        (exposed or {}).get("exposed_entities", {}),
+    )
 
 
 def read_cache(path: Path) -> dict[str, Any] | None:
@@ -87,8 +119,7 @@ class HomeAssistantHome:
         self.socket: HomeAssistantSocket | None = None
         self.refreshes = 0
         self._task: asyncio.Task[None] | None = None
-        self._refresh: asyncio.TimerHandle | None = None
-        self._tasks: set[asyncio.Future[None]] = set()
+        self._changed = asyncio.Event()
         self._connected = asyncio.Event()
 
     def load(self) -> None:
@@ -102,14 +133,10 @@ class HomeAssistantHome:
 
     async def start(self) -> None:
         if self.home is not None:
-            self._apply(self.home, "cache")
+            await self._apply_off_loop(self.home, "cache")
         self._task = asyncio.create_task(self._run(), name="home-assistant-home")
 
     async def stop(self) -> None:
-        if self._refresh is not None:
-            self._refresh.cancel()
-        for task in list(self._tasks):
-            task.cancel()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -123,50 +150,94 @@ class HomeAssistantHome:
     # -- the connection --------------------------------------------------------------------
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         delay = self.options.reconnect_seconds
         reported = False
         while True:
             socket = HomeAssistantSocket(self.options)
+            up_since: float | None = None
             try:
-                await socket.connect()
-                self.socket = socket
-                await self.refresh()
-                for event_type in REGISTRY_EVENTS:
-                    await socket.subscribe(event_type, self._on_registry_change)
-                self._connected.set()
-                log.info(
-                    "home-assistant: connected to %s (HA %s)", self.options.url, socket.ha_version
-                )
-                delay, reported = self.options.reconnect_seconds, False
-                await socket.closed
-                log.warning("home-assistant: connection lost; reconnecting")
+                await self._connect(socket)
+                up_since, reported = loop.time(), False
+                await self._follow(socket)
+                log.warning(
+                    "home-assistant: connection to %s lost (%s); reconnecting in %.1f s",
+                    self.options.url, socket.reason, delay,
+                )  # fmt: skip
             except asyncio.CancelledError:
                 await socket.close()
                 raise
             except Exception as exc:
-                message = f"Home Assistant at {self.options.url} unreachable: {exc}"
-                if not reported:  # once per outage, not once per try
-                    self._emit(error_event("home-assistant", message, stale=self.source))
-                    reported = True
-                log.warning("home-assistant: %s; retrying in %.0f s", message, delay)
+                reported = self._report(exc, reported, delay)
             finally:
                 self._connected.clear()
-                await socket.close()
                 self.socket = None
+                await socket.close()
             await asyncio.sleep(delay)
-            delay = min(delay * 2, self.options.reconnect_max_seconds)
+            stable = (
+                up_since is not None and loop.time() - up_since > self.options.reconnect_max_seconds
+            )
+            delay = (
+                self.options.reconnect_seconds
+                if stable
+                else min(delay * 2, self.options.reconnect_max_seconds)
+            )
+
+    async def _connect(self, socket: HomeAssistantSocket) -> None:
+        await socket.connect()
+        self.socket = socket
+        await self.refresh()
+        for event_type in REGISTRY_EVENTS:
+            await socket.subscribe(event_type, self._on_registry_change)
+        self._connected.set()
+        log.info("home-assistant: connected to %s (HA %s)", self.options.url, socket.ha_version)
+
+    def _report(self, exc: Exception, reported: bool, delay: float) -> bool:
+        """Log a failed try; the first of an outage is also an error event."""
+        message = f"Home Assistant at {self.options.url} unreachable: {exc or type(exc).__name__}"
+        if not reported:  # once per outage, not once per try
+            self._emit(
+                error_event("home-assistant", message, site_id=self._site(), stale=self.source)
+            )
+        log.warning("home-assistant: %s; retrying in %.1f s", message, delay)
+        return True
+
+    async def _follow(self, socket: HomeAssistantSocket) -> None:
+        """Until the connection ends: refresh on registry changes, and ping a quiet server."""
+        assert socket.closed is not None
+        self._changed.clear()
+        changes = asyncio.create_task(self._follow_changes(), name="home-assistant-changes")
+        try:
+            while not socket.closed.done():
+                await asyncio.wait([socket.closed], timeout=self.options.heartbeat_seconds)
+                if not socket.closed.done():
+                    await socket.command("ping")  # a HomeAssistantError after `timeout`
+        finally:
+            changes.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await changes
 
     def _on_registry_change(self, event: dict[str, Any]) -> None:
-        if self._refresh is not None:
-            self._refresh.cancel()
-        self._refresh = asyncio.get_running_loop().call_later(
-            self.options.refresh_delay, self._start_refresh
-        )
+        self._changed.set()  # nothing kept per event: a burst costs what one change costs
 
-    def _start_refresh(self) -> None:
-        task = asyncio.ensure_future(self._refresh_quietly())
-        self._tasks.add(task)  # a task nobody holds may be collected before it runs
-        task.add_done_callback(self._tasks.discard)
+    async def _follow_changes(self) -> None:
+        """One refresh per burst of changes: after ``refresh_delay`` without one (at most
+        ``refresh_max_delay`` after the first); changes during a refresh make one more."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._changed.wait()
+            latest = loop.time() + self.options.refresh_max_delay
+            while True:
+                self._changed.clear()
+                wait = min(self.options.refresh_delay, latest - loop.time())
+                if wait <= 0:
+                    break
+                try:
+                    await asyncio.wait_for(self._changed.wait(), wait)
+                except TimeoutError:
+                    break
+            self._changed.clear()
+            await self._refresh_quietly()
 
     async def _refresh_quietly(self) -> None:
         try:
@@ -175,7 +246,8 @@ class HomeAssistantHome:
             log.warning("home-assistant: refreshing the home failed: %s", exc)
 
     async def refresh(self) -> dict[str, Any]:
-        """Load the registries now, hand the home to the recognizer, cache it."""
+        """Load the registries now, hand the home to the recognizer, cache it (the parsing
+        and building in worker threads: a big home costs the event loop nothing)."""
         socket = self.socket
         if socket is None:
             raise ConnectionError("not connected to Home Assistant")
@@ -187,31 +259,30 @@ class HomeAssistantHome:
             socket.command("get_states"),
             socket.command("homeassistant/expose_entity/list"),
         )
-        ids = [e["entity_id"] for e in entries]
+        ids = await asyncio.to_thread(_entity_ids, entries)
+        del entries
         extended = await socket.command("config/entity_registry/get_entries", entity_ids=ids)
-        home = home_from_registries(
-            floors,
-            areas,
-            devices,
-            [e for e in (extended or {}).values() if e],
-            states,
-            (exposed or {}).get("exposed_entities", {}),
-        )
+        home = await asyncio.to_thread(_home_of, floors, areas, devices, extended, states, exposed)
+        del floors, areas, devices, extended, states, exposed
         self.refreshes += 1
-        self._apply(home, "home-assistant")
-        self._save(home)
+        await self._apply_off_loop(home, "home-assistant")
+        await asyncio.to_thread(self._save, home)
         return home
 
     # -- the recognizer and the cache -------------------------------------------------------
 
-    def _apply(self, home: dict[str, Any], source: str) -> None:
+    async def _apply_off_loop(self, home: dict[str, Any], source: str) -> None:
+        """Hand ``home`` to the recognizer (its indexes built in a worker thread), then say so."""
         recognizer = self.app.stage("intent", self.options.intent_stage) if self.app else None
         if recognizer is None or not hasattr(recognizer, "use_home"):
             raise RuntimeError(
                 f"home-assistant: no intent stage {self.options.intent_stage!r} with use_home() "
                 "is running; add it to pipeline.intent"
             )
-        recognizer.use_home(home)
+        await asyncio.to_thread(recognizer.use_home, home)
+        self._applied(home, source)
+
+    def _applied(self, home: dict[str, Any], source: str) -> None:
         self.home, self.source, self.loaded_at = home, source, time.time()
         data = {
             "source": source,

@@ -9,6 +9,8 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .redaction import protect
+
 TOKEN_ENV = "HOME_ASSISTANT_TOKEN"
 
 
@@ -31,7 +33,25 @@ class HomeAssistantConnection(BaseModel):
     ca_file: str | None = Field(
         None, description="CA certificate for an https URL signed by your own CA"
     )
-    timeout: float = Field(10.0, gt=0, description="seconds one request may take")
+    timeout: float = Field(
+        10.0,
+        gt=0,
+        description="seconds one request may take: a WebSocket command's answer, each step of "
+        "the connection and auth, an HTTP intent request with its whole reply",
+    )
+    max_message_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=1024,
+        description="the longest WebSocket message taken from Home Assistant (a big home's "
+        "registries come in one message: 50,000 entities are ~25 MB); a longer one closes "
+        "the connection, which is then made again",
+    )
+    ping_seconds: float = Field(
+        20.0,
+        gt=0,
+        description="a WebSocket ping this often; a peer that does not answer one within as "
+        "long is taken as gone and the connection made again",
+    )
 
     @field_validator("url")
     @classmethod
@@ -43,6 +63,11 @@ class HomeAssistantConnection(BaseModel):
 
     def access_token(self) -> str:
         """The token from the option, the token file or the environment, in that order."""
+        token = self._token()
+        protect(token)  # never in a log record, whoever logs it
+        return token
+
+    def _token(self) -> str:
         if self.token:
             return self.token.strip()
         if self.token_file:
