@@ -20,6 +20,21 @@ class RemoteOptions(BaseModel):
     retry_seconds: float = Field(
         5.0, gt=0, description="after a failed connect, calls fail at once for this long"
     )
+    max_retry_seconds: float = Field(
+        60.0, gt=0, description="the longest rest: retry_seconds doubles per failure in a row"
+    )
+    max_event_bytes: int = Field(
+        1 << 20,
+        ge=4096,
+        le=64 << 20,
+        description="data + payload one event of the service may declare (checked from its "
+        "header, as the Wyoming server checks its clients)",
+    )
+    max_answer_bytes: int = Field(
+        64 << 20,
+        ge=1 << 16,
+        description="all the payload of one answer (a TTS sentence's audio); more is refused",
+    )
 
     @field_validator("uri")
     @classmethod
@@ -34,4 +49,7 @@ class RemoteOptions(BaseModel):
             connect_timeout=self.connect_timeout,
             timeout=self.timeout,
             retry_seconds=self.retry_seconds,
+            max_retry_seconds=self.max_retry_seconds,
+            max_event_bytes=self.max_event_bytes,
+            max_answer_bytes=self.max_answer_bytes,
         )

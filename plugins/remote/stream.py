@@ -23,6 +23,7 @@ from voiced.api.audio import PIPELINE_FORMAT
 from voiced.api.intents import Transcript
 
 from .peer import Closed, RemoteError, RemoteUnavailable
+from .reading import PeerProtocolError, Stalled
 
 if TYPE_CHECKING:
     from .asr import RemoteWyomingAsr
@@ -103,7 +104,7 @@ class RemoteAsrStream:
             except (OSError, ValueError):
                 if not kept:
                     raise
-                conn.close()  # a kept connection the service dropped meanwhile: dial again
+                peer.discard(conn)  # a kept connection the service dropped meanwhile: redial
                 conn, _ = peer.connect()
                 peer.write(conn, opening, options.timeout)
             step = options.samples_per_chunk * fmt.width
@@ -111,7 +112,7 @@ class RemoteAsrStream:
                 try:
                     audio = self._chunks.get(timeout=self.longest)
                 except queue.Empty:  # neither more speech nor an end: give the connection back
-                    conn.close()
+                    peer.discard(conn)
                     self._error = RemoteError(f"the stream got nothing for {self.longest:g} s")
                     return
                 if not audio:  # _STOP
@@ -123,7 +124,7 @@ class RemoteAsrStream:
                 peer.write(conn, chunks, options.timeout)
                 self.sent += len(audio)
             if self._aborted.is_set():
-                conn.close()  # the service forgets an utterance whose connection went away
+                peer.discard(conn)  # the service forgets an utterance whose connection went away
                 return
             peer.write(conn, [AudioStop().event()], options.timeout)
             self.stopped_at = time.monotonic()
@@ -132,22 +133,25 @@ class RemoteAsrStream:
             peer.release(conn)
         except RemoteUnavailable as exc:  # down: connect refused, fast-fail while resting
             self._error = exc
+        except (Stalled, PeerProtocolError) as exc:  # misbehaved: dropped, the service rests
+            stalled = f"{peer.address} sent an event not complete within {options.timeout:g} s"
+            self._error = peer.broken(conn, stalled if isinstance(exc, Stalled) else str(exc))
         except TimeoutError:
             self._error = RemoteUnavailable(
                 f"{peer.address} did not answer the stream within {options.timeout:g} s"
             )
             if conn is not None:
-                conn.close()
+                peer.discard(conn)
         except (Closed, OSError, ValueError) as exc:
             reason = f"{peer.address} closed the stream ({exc})"
             self._error = peer.broken(conn, reason) if conn is not None else RemoteError(reason)
         except RemoteError as exc:  # the service's own error event
             self._error = exc
             if conn is not None:
-                conn.close()
+                peer.discard(conn)
         except Exception as exc:  # never leave finish() waiting
             self._error = exc
             if conn is not None:
-                conn.close()
+                peer.discard(conn)
         finally:
             self._done.set()

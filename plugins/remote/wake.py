@@ -14,13 +14,14 @@ import queue
 import select
 import socket
 import threading
+import time
 from collections import deque
 from typing import Any
 
 from pydantic import Field
 from wyoming.audio import AudioChunk as WyChunk
 from wyoming.audio import AudioStart, AudioStop
-from wyoming.event import read_event, write_event
+from wyoming.event import write_event
 from wyoming.wake import Detect, Detection
 
 from voiced.api.audio import PIPELINE_FORMAT, AudioChunk
@@ -28,6 +29,7 @@ from voiced.api.stages import WakeDetection
 
 from .options import RemoteOptions
 from .peer import Address
+from .reading import EventReader, PeerProtocolError
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,8 @@ class RemoteWyomingWake:
         self._restart = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+        self._failures = 0  # failures in a row: each doubles the wait before the next dial
 
     def load(self) -> None:
         self._thread = threading.Thread(target=self._run, name=f"wake-{self.name}", daemon=True)
@@ -75,6 +79,10 @@ class RemoteWyomingWake:
         self._stop.set()
         with contextlib.suppress(queue.Full):
             self._chunks.put_nowait(None)
+        sock = self._sock
+        if sock is not None:  # a read in progress returns at once
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(5)
 
@@ -90,20 +98,30 @@ class RemoteWyomingWake:
                 log.warning("%s: cannot connect (%s); retrying", self.name, exc)
                 self._stop.wait(self.options.retry_seconds)
                 continue
+            self._sock = sock
             try:
                 self._stream(sock)
-            except (OSError, ValueError) as exc:
-                log.warning("%s: connection lost (%s); retrying", self.name, exc)
+            except (OSError, ValueError, PeerProtocolError) as exc:
+                self._failures += 1
+                if not self._stop.is_set():
+                    log.warning("%s: connection lost (%s); retrying", self.name, exc)
             finally:
+                self._sock = None
                 self.connected.clear()
                 with contextlib.suppress(OSError):
                     sock.close()
                 self._drain()
-            self._stop.wait(self.options.retry_seconds)
+            self._stop.wait(self._rest())
+
+    def _rest(self) -> float:
+        """``retry_seconds``, doubled for each failure in a row, up to ``max_retry_seconds``."""
+        doubled = self.options.retry_seconds * 2 ** min(max(self._failures - 1, 0), 16)
+        return min(doubled, max(self.options.max_retry_seconds, self.options.retry_seconds))
 
     def _stream(self, sock: socket.socket) -> None:
         sock.settimeout(self.options.timeout)
-        file = sock.makefile("rwb")
+        file = sock.makefile("wb")
+        reader = EventReader(sock, str(self.address), self.options.max_event_bytes)
         fmt = PIPELINE_FORMAT
         self._start(file)
         self.connected.set()
@@ -116,10 +134,12 @@ class RemoteWyomingWake:
             if chunk is not None:
                 write_event(WyChunk(fmt.rate, fmt.width, fmt.channels, chunk.audio).event(), file)
                 file.flush()
-            while select.select([sock], [], [], 0)[0]:
-                event = read_event(file)
+            while reader.pending or select.select([sock], [], [], 0)[0]:
+                event = reader.read(time.monotonic() + self.options.timeout)
+                sock.settimeout(self.options.timeout)
                 if event is None:
                     raise OSError("the service closed the connection")
+                self._failures = 0
                 if Detection.is_type(event.type):
                     self._detections.append(Detection.from_event(event).name or "wake")
                     # voiced's detect answers once per stream: start a new one

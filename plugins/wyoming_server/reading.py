@@ -25,6 +25,48 @@ class ReadLimits:
     max_event_bytes: int  # data + payload one header may declare
 
 
+HEADER_LINE_BYTES = 1 << 16
+"""The longest header line: asyncio's StreamReader limit, which ``start_server`` uses."""
+
+
+@dataclass(frozen=True)
+class Header:
+    """An event's header line, checked: its type, inline data and the lengths it declares."""
+
+    type: str
+    data: dict
+    data_length: int
+    payload_length: int
+
+
+def parse_header(line: bytes, max_event_bytes: int) -> Header:
+    """The header of one event; ProtocolError when it is malformed or declares more than
+    ``max_event_bytes`` of data + payload (checked before anything more is read)."""
+    header = _header(line)
+    data_length = _length(header, "data_length", max_event_bytes)
+    payload_length = _length(header, "payload_length", max_event_bytes)
+    if data_length + payload_length > max_event_bytes:
+        raise ProtocolError(
+            f"event declares {data_length + payload_length} bytes, over the limit of "
+            f"{max_event_bytes} (max_event_bytes)"
+        )
+    data = header.get("data") or {}
+    if not isinstance(data, dict):
+        raise ProtocolError('"data" must be an object')
+    return Header(header["type"], data, data_length, payload_length)
+
+
+def complete(header: Header, raw_data: bytes | None, payload: bytes | None) -> Event:
+    """The event of ``header`` with its data block (merged into the inline data) and payload."""
+    data = header.data
+    if raw_data:
+        extra = _json(raw_data, "data")
+        if not isinstance(extra, dict):
+            raise ProtocolError("the data block must be a JSON object")
+        data = {**data, **extra}
+    return Event(type=header.type, data=data, payload=payload or None)
+
+
 async def read_event(reader: asyncio.StreamReader, limits: ReadLimits) -> Event | None:
     """The next event, or None at the end of the stream."""
     try:
@@ -35,27 +77,16 @@ async def read_event(reader: asyncio.StreamReader, limits: ReadLimits) -> Event 
         return None
     try:
         line = first + await asyncio.wait_for(reader.readline(), limits.read_seconds)
-        header = _header(line)
-        data_length = _length(header, "data_length", limits.max_event_bytes)
-        payload_length = _length(header, "payload_length", limits.max_event_bytes)
-        if data_length + payload_length > limits.max_event_bytes:
-            raise ProtocolError(
-                f"event declares {data_length + payload_length} bytes, over the limit of "
-                f"{limits.max_event_bytes} (max_event_bytes)"
+        header = parse_header(line, limits.max_event_bytes)
+        raw_data = None
+        if header.data_length:
+            raw_data = await asyncio.wait_for(
+                reader.readexactly(header.data_length), limits.read_seconds
             )
-        data = header.get("data") or {}
-        if not isinstance(data, dict):
-            raise ProtocolError('"data" must be an object')
-        if data_length:
-            raw = await asyncio.wait_for(reader.readexactly(data_length), limits.read_seconds)
-            extra = _json(raw, "data")
-            if not isinstance(extra, dict):
-                raise ProtocolError("the data block must be a JSON object")
-            data = {**data, **extra}
         payload = None
-        if payload_length:
+        if header.payload_length:
             payload = await asyncio.wait_for(
-                reader.readexactly(payload_length), limits.read_seconds
+                reader.readexactly(header.payload_length), limits.read_seconds
             )
     except TimeoutError:
         raise ProtocolError(
@@ -65,7 +96,7 @@ async def read_event(reader: asyncio.StreamReader, limits: ReadLimits) -> Event 
         raise ProtocolError("an event header line is too long") from None
     except asyncio.IncompleteReadError:
         return None  # the peer left mid-event
-    return Event(type=header["type"], data=data, payload=payload)
+    return complete(header, raw_data, payload)
 
 
 def _header(line: bytes) -> dict:
