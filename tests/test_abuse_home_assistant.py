@@ -1,0 +1,199 @@
+"""The Home Assistant client against a hostile Home Assistant: a real WebSocket server on
+127.0.0.1 that authenticates, then misbehaves (a malformed frame, a silence after the
+handshake, a registry-event flood), and the secret it is given.
+
+The client must survive each: log what was wrong, reconnect with backoff, coalesce bursts,
+keep the token out of every log record, and stop within seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import websockets
+from voiced_plugins.home_assistant.home_source import HomeAssistantHome, HomeSourceOptions
+
+from loop_lag import loop_lag
+
+TOKEN = "hostile-test-token-0123456789abcdef"
+EMPTY_LISTS = {
+    "config/floor_registry/list",
+    "config/area_registry/list",
+    "config/device_registry/list",
+    "config/entity_registry/list",
+    "get_states",
+    "config/entity_registry/get_entries",
+}
+
+
+class App:
+    """What the home source needs of the daemon: the real hassil stage, a site, events."""
+
+    def __init__(self, hassil: Any) -> None:
+        self.settings = type("Settings", (), {"site_id": "hall"})()
+        self.hassil = hassil
+        self.events: list[Any] = []
+
+    def stage(self, kind: str, name: str | None = None) -> Any:
+        return self.hassil if kind == "intent" else None
+
+    def emit(self, event: Any) -> None:
+        self.events.append(event)
+
+
+Misbehaviour = Callable[[Any, int, dict[str, Any]], Awaitable[bool]]
+
+
+class HostileHomeAssistant:
+    """A WebSocket server speaking HA's auth and commands, with ``misbehave(ws, connection,
+    message)`` asked first on each command (True: it answered, or will never answer)."""
+
+    def __init__(self, misbehave: Misbehaviour) -> None:
+        self.misbehave = misbehave
+        self.connections = 0
+        self.commands: list[str] = []
+        self.server: Any = None
+
+    async def __aenter__(self) -> HostileHomeAssistant:
+        self.server = await websockets.serve(self._serve, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        await self.server.wait_closed()
+
+    @property
+    def url(self) -> str:
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    async def _serve(self, ws: Any) -> None:
+        self.connections += 1
+        connection = self.connections
+        await ws.send(json.dumps({"type": "auth_required", "ha_version": "2026.11.0"}))
+        auth = json.loads(await ws.recv())
+        if auth.get("access_token") != TOKEN:
+            await ws.send(json.dumps({"type": "auth_invalid", "message": "bad token"}))
+            return
+        await ws.send(json.dumps({"type": "auth_ok", "ha_version": "2026.11.0"}))
+        async for raw in ws:
+            message = json.loads(raw)
+            self.commands.append(message["type"])
+            if await self.misbehave(ws, connection, message):
+                continue
+            await ws.send(json.dumps(answer(message)))
+
+
+def answer(message: dict[str, Any]) -> dict[str, Any]:
+    """HA's answer to a command: empty registries, no exposure settings, a pong."""
+    kind = message["type"]
+    if kind == "ping":
+        return {"id": message["id"], "type": "pong"}
+    result: Any = [] if kind in EMPTY_LISTS else {"exposed_entities": {}} if "expose" in kind else None
+    return {"id": message["id"], "type": "result", "success": True, "result": result}
+
+
+def home_source(app: App, url: str, tmp_path: Any, **options: Any) -> HomeAssistantHome:
+    settings = {
+        "url": url,
+        "token": TOKEN,
+        "cache": str(tmp_path / "home.json"),
+        "timeout": 2.0,
+        "reconnect_seconds": 0.2,
+        "reconnect_max_seconds": 1.0,
+        "refresh_delay": 0.3,
+    }
+    source = HomeAssistantHome(HomeSourceOptions(**(settings | options)), app)
+    source.load()
+    return source
+
+
+async def stopped_within(source: HomeAssistantHome, seconds: float) -> float:
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await asyncio.wait_for(source.stop(), seconds)
+    return loop.time() - began
+
+
+@pytest.mark.parametrize("frame", ["this is not json {", "[1, 2, 3]"], ids=["not-json", "a-list"])
+async def test_a_malformed_frame_is_logged_and_the_client_connects_again(
+    frame, hassil, tmp_path, caplog
+):
+    async def malformed_once(ws: Any, connection: int, message: dict[str, Any]) -> bool:
+        if connection == 1 and message["type"] == "config/floor_registry/list":
+            await ws.send(frame)
+            return True
+        return False
+
+    caplog.set_level(logging.WARNING)
+    async with HostileHomeAssistant(malformed_once) as server:
+        source = home_source(App(hassil), server.url, tmp_path)
+        with loop_lag() as lag:
+            await source.start()
+            await source.wait_connected(15)
+            assert server.connections >= 2
+            assert await stopped_within(source, 5) < 5
+        lag.check()
+    malformed = [r for r in caplog.records if "malformed" in r.getMessage()]
+    assert malformed, "the malformed frame is said in the log"
+    assert source.home is not None and source.home["entities"] == []
+
+
+async def test_a_server_that_never_answers_is_noticed_and_left(hassil, tmp_path, caplog):
+    async def silent_first(ws: Any, connection: int, message: dict[str, Any]) -> bool:
+        return connection == 1  # the first connection: handshake done, then nothing
+
+    caplog.set_level(logging.WARNING)
+    async with HostileHomeAssistant(silent_first) as server:
+        source = home_source(App(hassil), server.url, tmp_path)
+        await source.start()
+        await source.wait_connected(15)  # timeout 2 s, then a second connection that answers
+        assert server.connections == 2
+        await stopped_within(source, 5)
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "timeout" in said
+
+
+async def test_a_flood_of_registry_events_makes_few_refreshes(hassil, tmp_path):
+    subscriptions: list[tuple[Any, int]] = []
+
+    async def record_subscriptions(ws: Any, connection: int, message: dict[str, Any]) -> bool:
+        if message["type"] == "subscribe_events":
+            subscriptions.append((ws, message["id"]))
+        return False
+
+    async with HostileHomeAssistant(record_subscriptions) as server:
+        source = home_source(App(hassil), server.url, tmp_path)
+        await source.start()
+        await source.wait_connected(15)
+        before = source.refreshes
+        ws, ident = subscriptions[0]
+        event = {"id": ident, "type": "event", "event": {"event_type": "x", "data": {}}}
+        with loop_lag() as lag:
+            for _ in range(200):  # 200 changes in 1 s: one burst
+                await ws.send(json.dumps(event))
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(1.5)  # the burst's quiet time (0.3 s) and its refresh
+        lag.check()
+        assert 1 <= source.refreshes - before <= 2
+        assert await stopped_within(source, 5) < 5
+
+
+async def test_the_token_is_in_no_log_record_even_at_debug(hassil, tmp_path, caplog):
+    async def fine(ws: Any, connection: int, message: dict[str, Any]) -> bool:
+        return False
+
+    caplog.set_level(logging.DEBUG)
+    async with HostileHomeAssistant(fine) as server:
+        source = home_source(App(hassil), server.url, tmp_path)
+        await source.start()
+        await source.wait_connected(15)
+        await stopped_within(source, 5)
+    assert any("websockets" in r.name for r in caplog.records), "the library's debug lines seen"
+    leaked = [r.name for r in caplog.records if TOKEN in r.getMessage() or TOKEN[:12] in str(r.args)]
+    assert not leaked
