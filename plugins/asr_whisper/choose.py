@@ -16,25 +16,18 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
+
+from voiced.api.recognition import HomeGrammar, Hypothesis, home_grammar
 
 RETRY_SIMILARITY = 0.6
 """How close (characters, normalized) the prompted retry must stay to the first decode."""
 
 
-class CommandChecker(Protocol):
-    def is_command(self, text: str, exact: bool = False) -> bool: ...
+CommandChecker = HomeGrammar
+"""The home grammar's first two questions (``is_command``, ``prompt_words``)."""
 
-    def prompt_words(self) -> str: ...
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    text: str
-    avg_logprob: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "avg_logprob": round(self.avg_logprob, 3)}
+__all__ = ["Choice", "CommandChecker", "Hypothesis", "checker_of", "choose", "pick_retry"]
 
 
 @dataclass(frozen=True)
@@ -48,12 +41,7 @@ def checker_of(app: Any, language: str | None = None) -> CommandChecker | None:
     """The app's intent stage (its grammar of ``language`` where it has several), when it can
     tell a command from other speech."""
     stage = getattr(app, "stage", None)
-    intent = stage("intent") if callable(stage) else None
-    if language and callable(getattr(intent, "for_language", None)):
-        intent = intent.for_language(language)
-    if intent is not None and callable(getattr(intent, "is_command", None)):
-        return intent
-    return None
+    return home_grammar(stage("intent") if callable(stage) else None, language)
 
 
 def choose(hypotheses: list[Hypothesis], checker: CommandChecker | None, margin: float) -> Choice:

@@ -14,9 +14,8 @@ heard freely and keeps one only when it is a strict command that scores nearly a
 the free reading. Chatter is still transcribed freely: the closest home sentence to it
 scores far below what was said.
 
-CTranslate2 has no step-wise decoder call; ``generate`` with the beam's tokens as a prefix
-and ``return_logits_vocab`` gives the next token's logits (one call per step for the whole
-beam, the decoder re-reading the short prefix each time: cheap for a few words).
+The search asks the decoder one question, the next token's log-probabilities after each
+prefix (``Decoder.next_logprobs``: ct2_scoring.py on CTranslate2).
 """
 
 from __future__ import annotations
@@ -29,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from voiced.api.recognition import NextLogprobs
 
 from .common import WORD
 
@@ -169,9 +170,8 @@ class Constrained:
 
 
 def constrained_decode(
-    model: Any,
+    steps: NextLogprobs,
     tokenizer: Any,
-    encoded: Any,
     grammar: TokenGrammar,
     beam: int = BEAM,
     max_tokens: int = MAX_TOKENS,
@@ -180,20 +180,15 @@ def constrained_decode(
     first: list[np.ndarray] | None = None,
     one_template: bool = True,
 ) -> list[Constrained]:
-    """The best sentences of the grammar for this audio (``encoded``: the encoder output of
-    one utterance), best first by mean log-probability a token (the end included); the
-    search keeps ``beam`` partial ones by total log-probability for ``max_tokens`` steps,
-    dropping one whose mean falls PRUNE below ``free_logprob`` (Whisper's own reading's).
+    """The best sentences of the grammar for this audio (``steps``: the decoder's next-token
+    log-probabilities in one utterance's window), best first by mean log-probability a
+    token (the end included); the search keeps ``beam`` partial ones by total
+    log-probability for ``max_tokens`` steps, dropping one whose mean falls PRUNE below
+    ``free_logprob`` (Whisper's own reading's).
     ``first`` (a list) receives the first token's log-probabilities. ``one_template``: every
     word pair of a sentence from one template (the graph's pairs alone mix templates: "what
     is the" + "the next" gave "what is the next")."""
-    import ctranslate2
-
     fits = grammar.fits if one_template else (lambda said, before, word: -1)
-
-    if getattr(encoded, "device", "cpu") != "cpu":
-        encoded = encoded.to_device(ctranslate2.Device.cpu)
-    features = np.asarray(encoded)
     floor = free_logprob - PRUNE
     prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
     beams = [_Beam((), 0.0, START, grammar.after(START))]
@@ -201,7 +196,7 @@ def constrained_decode(
     for step in range(max_tokens):
         if not beams:
             break
-        rows = _next_logprobs(model, features, prompt, [b.tokens for b in beams])
+        rows = steps(prompt, [b.tokens for b in beams])
         if step == 0 and first is not None:
             first.append(rows[0])
         grown: dict[tuple[Any, ...], _Beam] = {}
@@ -258,37 +253,6 @@ def _steps(b: _Beam, grammar: TokenGrammar) -> list[tuple[int | None, str, _Node
     return steps
 
 
-def _next_logprobs(
-    model: Any, features: np.ndarray, prompt: list[int], prefixes: list[tuple[int, ...]]
-) -> list[np.ndarray]:
-    """The log-probabilities of the token after each prefix (batched, one decoder call)."""
-    import ctranslate2
-
-    longest = max(len(p) for p in prefixes)
-    batch = ctranslate2.StorageView.from_array(
-        np.ascontiguousarray(np.repeat(features, len(prefixes), axis=0))
-    )
-    results = model.generate(
-        batch,
-        [prompt + list(p) for p in prefixes],
-        beam_size=1,
-        # CTranslate2 counts this over the prompt too and returns about half: room for one more
-        max_length=2 * (len(prompt) + longest + 1),
-        return_logits_vocab=True,
-        suppress_blank=False,
-        suppress_tokens=[],
-    )
-    rows = []
-    for prefix, result in zip(prefixes, results, strict=True):
-        logits = np.asarray(result.logits[0], dtype=np.float32)
-        if len(logits) <= len(prefix):
-            raise RuntimeError("CTranslate2 returned no logits past the prefix")
-        row = logits[len(prefix)]
-        top = row.max()
-        rows.append(row - top - np.log(np.exp(row - top).sum()))
-    return rows
-
-
 class GrammarCache:
     """One token grammar per word graph (the intent stage builds a new graph per home)."""
 
@@ -341,9 +305,8 @@ class Found:
 
 
 def commands_found(
-    model: Any,
+    steps: NextLogprobs,
     tokenizer: Any,
-    encoded: Any,
     grammar: TokenGrammar,
     heard: list[tuple[str, float]],
     rescorer: Any,
@@ -360,9 +323,8 @@ def commands_found(
     longest = max((len(tokenizer.encode(" " + text)) for text, _ in heard), default=8)
     first: list[np.ndarray] = []
     found = constrained_decode(
-        model,
+        steps,
         tokenizer,
-        encoded,
         grammar,
         max_tokens=min(MAX_TOKENS, longest + 4),
         free_logprob=heard[0][1] if heard else 0.0,

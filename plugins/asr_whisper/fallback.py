@@ -20,13 +20,15 @@ and a low log-probability is no speech (Whisper's rule), whatever the temperatur
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import Field
 
-from .choose import Hypothesis
+from voiced.api.recognition import Decode
+
 from .common import WhisperOptions
+
+__all__ = ["Decode", "FallbackOptions", "failure", "repetitive", "with_fallback"]
 
 DEFAULT_TEMPERATURES = (0.2, 0.4, 0.6, 0.8, 1.0)
 LOOP_MIN_TOKENS = 12
@@ -53,34 +55,6 @@ class FallbackOptions(WhisperOptions):
 def repetitive(tokens: Sequence[int]) -> bool:
     """Whether text tokens are a loop too short for the compression ratio to tell."""
     return len(tokens) >= LOOP_MIN_TOKENS and len(set(tokens)) <= len(tokens) * LOOP_MAX_DISTINCT
-
-
-@dataclass(frozen=True)
-class Decode:
-    """One decode of an utterance: its hypotheses (best first) and what judges it."""
-
-    hypotheses: list[Hypothesis]
-    no_speech_prob: float
-    dropped: int = 0
-    temperature: float = 0.0
-    compression_ratio: float = 0.0
-    """Of the top hypothesis's text as decoded (before loops were cut)."""
-    loop: str = ""
-    """Why the top hypothesis is a loop the compression ratio misses ("": it isn't)."""
-
-    @property
-    def avg_logprob(self) -> float:
-        return self.hypotheses[0].avg_logprob if self.hypotheses else -float("inf")
-
-    def summary(self, failure: str | None) -> dict[str, Any]:
-        top = self.hypotheses[0].text if self.hypotheses else ""
-        return {
-            "temperature": self.temperature,
-            "text": top,
-            "avg_logprob": round(self.avg_logprob, 3),
-            "compression_ratio": round(self.compression_ratio, 2),
-            **({"failed": failure} if failure else {}),
-        }
 
 
 def failure(decode: Decode, options: WhisperOptions) -> str | None:

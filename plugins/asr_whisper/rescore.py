@@ -265,22 +265,3 @@ def _number_rival(
     if value - rival < separation:
         return f"{text!r}: {number} or {other}? they score {value - rival:.2f} apart"
     return None
-
-
-def forced_scores(
-    model: Any, tokenizer: Any, encoded: Any, texts: list[str], frames: int
-) -> list[float]:
-    """Mean log-probability of each text's tokens given the audio (CTranslate2 Whisper
-    ``align``: one decoder pass over the batch, teacher-forced)."""
-    import ctranslate2
-    import numpy as np
-
-    tokens = [tokenizer.encode(" " + text.strip()) or [tokenizer.eot] for text in texts]
-    if getattr(encoded, "device", "cpu") != "cpu":  # one copy per text, built on the host
-        encoded = encoded.to_device(ctranslate2.Device.cpu)
-    batch = np.repeat(np.asarray(encoded), len(tokens), axis=0)
-    view = ctranslate2.StorageView.from_array(np.ascontiguousarray(batch))
-    results = model.align(view, list(tokenizer.sot_sequence), tokens, frames)
-    return [
-        float(np.mean(np.log(np.maximum(np.asarray(r.text_token_probs), 1e-9)))) for r in results
-    ]

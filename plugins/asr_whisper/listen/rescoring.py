@@ -1,0 +1,67 @@
+"""Rescoring: the home's sentences near the readings, scored against the audio in one window,
+with the constrained search's finds among them (../rescore.py, ../constrained.py)."""
+
+from __future__ import annotations
+
+from voiced.api.recognition import Hypothesis
+
+from ..constrained import WithConstrained, commands_found
+from ..rescore import DROP_FULL, pick_rescored, surface_forms
+from .state import Listening, Utterance, Window
+
+
+def search(u: Utterance, window: Window, free: list[Hypothesis]) -> None:
+    """The constrained search in ``window`` (once per window), bounded by its ``free`` readings."""
+    if u.grammar is None or window.searched:
+        return
+    opts = u.options
+    window.found = commands_found(
+        u.decoder.next_logprobs(window.encoded),
+        u.decoder.tokenizer(u.language),
+        u.grammar,
+        [(h.text, h.avg_logprob) for h in free],
+        u.home,
+        opts.home_search_beam,
+        opts.home_search_one_template,
+        opts.home_search_first_words,
+    )
+    window.searched = True
+
+
+def rescore(
+    u: Utterance, s: Listening, heard: list[Hypothesis], free: list[Hypothesis], window: Window
+) -> Hypothesis | None:
+    """The home's sentence near ``heard`` the audio says in ``window``, if any; ``free``: that
+    window's own readings. A second look (another window, after the retry) measures against
+    the top reading of either decode, with the stricter limit."""
+    opts = u.options
+    search(u, window, free)
+    texts = [h.text for h in heard]
+    second = window.width != s.window.width and bool(s.retried)
+    tops = [s.hypotheses[0].text, s.retried[0].text] if second else []
+    picked, reason = pick_rescored(
+        texts,
+        WithConstrained(u.home, window.found) if window.found is not None else u.home,
+        lambda candidates: window.score(u.decoder, u.language, candidates),
+        drop=min(DROP_FULL, opts.home_rescore_drop) if second else opts.home_rescore_drop,
+        references=list(dict.fromkeys(tops)) or None,
+        forms=surface_forms([*texts, *(h.text for h in free)]) if opts.home_rescore_forms else None,
+        heard_names=s.heard_names,
+    )
+    s.rescored = picked.to_dict() if picked is not None else {"why": reason}
+    s.rescored["window_s"] = window.width
+    if window.found is not None:
+        s.rescored["constrained"] = window.found.commands
+    if picked is None:
+        return None
+    s.decision.why = "rescored: " + picked.why
+    return Hypothesis(picked.text, s.hypotheses[0].avg_logprob)
+
+
+def first_look(u: Utterance, s: Listening) -> str:
+    """Rescoring in the fitted window, against the first decode's readings."""
+    found = rescore(u, s, s.hypotheses, s.hypotheses, s.window)
+    if found is None:
+        return (s.rescored or {}).get("why", "none")
+    s.keep(found, "rescore")
+    return found.text

@@ -1,0 +1,110 @@
+"""What the recognizer knows of one utterance while its steps run."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from voiced.api.recognition import Decision, Decode, Decoder, HomeGrammar, Hypothesis
+
+from ..common import SAMPLE_RATE
+from ..constrained import Found
+from .options import RecognitionOptions
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which steps may run: the endpoint's pass runs all, the early-commit draft the first."""
+
+    fallback: bool = True
+    home_steps: bool = True
+    """Rescoring, the constrained search, the prompted retry, the second look."""
+    quiet_check: bool = True
+    home: bool = True
+    """Whether the home is asked at all (not at warm-up)."""
+
+
+FULL = Plan()
+DRAFT = Plan(fallback=False, home_steps=False)
+WARMUP = Plan(fallback=False, home_steps=False, quiet_check=False, home=False)
+
+
+@dataclass
+class Window:
+    """One encoder window of the utterance and what was computed in it (scores, finds)."""
+
+    encoded: Any
+    width: int
+    frames: int
+    scores: dict[str, float] = field(default_factory=dict)
+    found: Found | None = None
+    searched: bool = False
+
+    def score(self, decoder: Decoder, language: str | None, texts: list[str]) -> list[float]:
+        """Teacher-forced scores of ``texts`` in this window (each scored once)."""
+        new = [t for t in dict.fromkeys(texts) if t not in self.scores]
+        if new:
+            values = decoder.forced_scores(self.encoded, language, new, self.frames)
+            self.scores.update(zip(new, values, strict=True))
+        return [self.scores[t] for t in texts]
+
+
+@dataclass
+class Utterance:
+    """The audio, who is asked about it, and the rules the steps follow."""
+
+    decoder: Decoder
+    home: HomeGrammar | None
+    samples: np.ndarray
+    language: str | None
+    options: RecognitionOptions
+    plan: Plan
+    grammar: Any = None
+    """The home's token grammar for the constrained search (None: no search)."""
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def seconds(self) -> float:
+        return len(self.samples) / SAMPLE_RATE
+
+    @property
+    def count(self) -> int:
+        """Hypotheses to decode: N-best needs a home to judge them."""
+        return self.options.hypotheses if self.home is not None else 1
+
+    def spent(self) -> bool:
+        """Whether the anytime budget is spent."""
+        budget = self.options.recognition_budget_s
+        return budget is not None and time.perf_counter() - self.started >= budget
+
+
+@dataclass
+class Listening:
+    """The readings so far and the one kept: the steps' shared record."""
+
+    window: Window
+    decode: Decode
+    chosen: Hypothesis
+    command: bool
+    decision: Decision
+    fallback: list[dict[str, Any]] = field(default_factory=list)
+    retried: list[Hypothesis] = field(default_factory=list)
+    rescored: dict[str, Any] | None = None
+    windows: dict[int, Window] = field(default_factory=dict)
+    heard_names: frozenset[str] = frozenset()
+    unmatched: bool = False
+    """Speech that is no command on this home yet (the home steps' cue)."""
+
+    @property
+    def hypotheses(self) -> list[Hypothesis]:
+        return self.decode.hypotheses
+
+    def keep(self, reading: Hypothesis, step: str, why: str | None = None) -> None:
+        """Keep ``reading``, found by ``step`` (not the first decode's choice)."""
+        self.chosen, self.unmatched = reading, False
+        self.decision.step, self.decision.index = step, -1
+        if why is not None:
+            self.decision.why = why
