@@ -131,7 +131,6 @@ class Broker:
     def pool_options(self) -> dict[str, Any]:
         return {
             "timeout": 60.0,
-            "resend_seconds": 30.0,
             "broker": {"host": "127.0.0.1", "port": self.port, "username": USER,
                        "password": PASSWORD},
         }  # fmt: skip

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from mqtt_fixtures import Mosquitto
@@ -19,7 +20,6 @@ asr = ["mqtt-pool", "whisper-ctranslate2"]
 
 [stages.asr.mqtt-pool]
 timeout = {timeout}
-resend_seconds = 3.0
 
 [stages.asr.mqtt-pool.broker]
 host = "127.0.0.1"
@@ -35,7 +35,6 @@ def pool_settings(broker: Mosquitto, timeout: float = 20.0) -> dict:
     """The ``[stages.asr.mqtt-pool]`` block as a dict, for an in-process front end."""
     return {
         "timeout": timeout,
-        "resend_seconds": 3.0,
         "broker": {
             "host": "127.0.0.1",
             "port": broker.auth_port,
@@ -79,6 +78,13 @@ class WorkerProcess:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)
+
+    def terminate(self, timeout: float) -> float:
+        """SIGTERM; seconds until the process ended (TimeoutExpired past ``timeout``)."""
+        started = time.monotonic()
+        self.process.terminate()
+        self.process.wait(timeout)
+        return time.monotonic() - started
 
     def stop(self) -> None:
         if self.process.poll() is None:

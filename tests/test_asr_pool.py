@@ -99,7 +99,7 @@ def test_a_worker_killed_mid_utterance_loses_and_duplicates_nothing(
     try:
         wait_online(stage, 3, pool)
         # a malformed job is dropped by the worker that gets it; the pool keeps serving
-        stage.connection.publish("voiced/asr-pool/jobs", b"not a job", qos=1)
+        stage.connection.publish("voiced/asr-pool/jobs/w1", b"not a job", qos=1)
         with ThreadPoolExecutor(1) as background:
             running = background.submit(transcribe_all, stage, speech)
             first = replies.wait_for(lambda _: claims(replies), timeout=60)[0]
@@ -245,9 +245,9 @@ def test_jobs_are_keyed_by_run_and_the_same_utterance_of_a_run_is_answered_once(
 
         # the broker delivering the first job again (three times, round the three workers):
         # the worker that answered it answers from memory, the front end keeps its first answer
-        redelivered = Job(job, stage.reply_topic, time.time() + 30, speech[0], run_id="run-7")
-        for _ in range(3):
-            stage.connection.publish("voiced/asr-pool/jobs", redelivered.encode(), qos=1)
+        redelivered = Job(job, stage.client_id, time.time() + 30, speech[0], run_id="run-7")
+        for worker in ("w1", "w2", "w3"):
+            stage.connection.publish(f"voiced/asr-pool/jobs/{worker}", redelivered.encode(), 1)
         replies.wait_for(lambda _: len(results_for(replies, job)) >= 4, timeout=60)
         deadline = time.monotonic() + 10
         while stage.stats.duplicates_dropped < 3 and time.monotonic() < deadline:

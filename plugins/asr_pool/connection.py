@@ -3,7 +3,8 @@
 A persistent MQTT 5 session (``clean_start`` false and a session expiry), so the broker keeps
 unacknowledged jobs and replies across a drop or a broker restart; manual acknowledgement, so
 a worker acks a job only after its answer is out (a worker killed mid-utterance leaves the job
-unacked); and ``Receive Maximum`` so the broker sends a worker one job at a time.
+unacked); ``Receive Maximum`` so the broker sends a worker one job at a time; and ``Maximum
+Packet Size`` so the broker never sends either side a message larger than it takes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class PoolConnection(MqttClient):
         *,
         session_expiry: int,
         receive_maximum: int | None = None,
+        max_packet_bytes: int | None = None,
         manual_ack: bool = False,
         on_job_message: Callable[[paho.MQTTMessage], None] = lambda message: None,
         **kwargs: Any,
@@ -35,6 +37,7 @@ class PoolConnection(MqttClient):
         super().__init__(options, **kwargs)
         self.session_expiry = session_expiry
         self.receive_maximum = receive_maximum
+        self.max_packet_bytes = max_packet_bytes
         self.manual_ack = manual_ack
         self._on_job_message = on_job_message
 
@@ -45,6 +48,8 @@ class PoolConnection(MqttClient):
         props.SessionExpiryInterval = self.session_expiry
         if self.receive_maximum:
             props.ReceiveMaximum = self.receive_maximum
+        if self.max_packet_bytes:  # the broker drops a larger message instead of sending it
+            props.MaximumPacketSize = self.max_packet_bytes
         self._client.connect_async(
             self.endpoint.host,
             self.endpoint.port,

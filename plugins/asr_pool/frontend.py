@@ -1,14 +1,17 @@
-"""Stage ``mqtt-pool``: the front end publishes each utterance and takes the first answer.
+"""Stage ``mqtt-pool``: the front end sends each utterance to a live worker, takes its answer.
 
 Each ``transcribe()`` is a job keyed by its run (``<run id>-<audio digest>``, from the
-``StageCall`` the chain passes), with a reply topic and a deadline, published with QoS 1 to
-the jobs topic that workers share (``$share/<group>/...``). A worker claims a job before it
-starts; if that worker drops off the broker (its will says offline), or nobody claims the job
-within ``resend_seconds``, the job is published again. Answers are deduplicated by that key:
-the first result wins, later ones are counted and dropped, and the same utterance of the same
-run asked again (while it is in flight, or after) is answered once. No worker online, no
-broker, or no answer by the deadline: ``PoolUnavailable``, so the next engine of the chain
-(a local Whisper) serves and an ``engine-fallback`` event says why.
+``StageCall`` the chain passes), with this front end's id and a deadline, published with QoS 1
+to the topic of the live worker (by its retained status and will) with the fewest of this front
+end's jobs in flight; so ``pipeline.asr_workers`` equal to the number of workers keeps each of
+them busy. The worker answers on ``<prefix>/reply/<front id>/<worker id>``: the front end fixes
+that topic, a job cannot name another. A job is sent again only when its worker goes offline
+(its will), to another live worker; answers are deduplicated by the key: the first result wins,
+later ones are counted and dropped, and the same utterance of the same run asked again is
+answered once. A reply that breaks the schema or the size cap fails its worker's jobs at once.
+No worker online, no broker, audio over the cap, or no answer by the deadline:
+``PoolUnavailable``, so the next engine of the chain (a local Whisper) serves and an
+``engine-fallback`` event says why.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from voiced.api.stages import StageCall
 
 from .connection import PoolConnection
 from .options import PoolOptions
-from .wire import Job, Reply, Topics, job_id
+from .wire import BadMessage, Job, Reply, Topics, job_id, safe_id
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +51,7 @@ class PoolError(RuntimeError):
 class _Pending:
     job: Job
     sent_at: float
+    worker: str | None = None  # whom it was sent to
     claimed_by: str | None = None
     sends: int = 1
     reply: Reply | None = None
@@ -62,6 +66,10 @@ class PoolStats:
     resent: int = 0
     duplicates_dropped: int = 0
     late_dropped: int = 0
+    bad_replies: int = 0  # replies that broke the schema or the size cap
+    refused: int = 0  # jobs a worker refused (schema)
+    in_flight: int = 0
+    max_in_flight: int = 0  # most jobs sent to workers and not yet answered, at once
     asked_again: int = 0  # the same run's utterance asked again: answered from the first job
 
 
@@ -77,8 +85,9 @@ class MqttPoolAsr:
         self.broker = options.broker_options(settings)  # refuses an anonymous connection
         self.topics = Topics(options.prefix, options.group)
         site = getattr(settings, "site_id", "default")
-        self.client_id = options.client_id or f"voiced-asr-front-{site}"
-        self.reply_topic = self.topics.reply(self.client_id)
+        self.client_id = safe_id(options.client_id or f"voiced-asr-front-{site}")
+        self.reply_topic = self.topics.replies(self.client_id)
+        self._reply_prefix = self.reply_topic[:-1]
         self.default_language = getattr(settings, "language", None)
         self.workers: dict[str, dict[str, Any]] = {}
         self.stats = PoolStats()
@@ -89,6 +98,7 @@ class MqttPoolAsr:
         self.connection = PoolConnection(
             self.broker.model_copy(update={"client_id": self.client_id}),
             session_expiry=options.session_expiry,
+            max_packet_bytes=options.max_packet_bytes,
             on_job_message=self._on_message,
             on_connect=self._connected.set,
             on_disconnect=self._connected.clear,
@@ -117,10 +127,15 @@ class MqttPoolAsr:
     ) -> Transcript:
         language = language or self.default_language
         run_id = call.run_id if call is not None else None
+        if len(audio) > self.options.max_audio_bytes:
+            raise PoolUnavailable(
+                f"{len(audio) / PIPELINE_FORMAT.bytes_per_second:.1f} s of audio is over the "
+                f"pool's cap (max_audio_seconds = {self.options.max_audio_seconds:g})"
+            )
         key = job_id(run_id, audio, language)
         job = Job(
             id=key,
-            reply=self.reply_topic,
+            front=self.client_id,
             deadline=time.time() + self.options.timeout,
             audio=audio,
             language=language,
@@ -162,11 +177,7 @@ class MqttPoolAsr:
                 f"broker {self.connection.broker} not connected: "
                 f"{self.connection.last_error or 'reconnecting'}"
             )
-        if not self.online_workers():
-            raise PoolUnavailable(
-                f"no worker of group {self.options.group!r} online at {self.connection.broker}"
-            )
-        self._publish(pending.job)
+        self._send(pending)
         return self._wait(pending)
 
     def _transcript(
@@ -178,7 +189,7 @@ class MqttPoolAsr:
         run_id: str | None,
         sends: int,
     ) -> Transcript:
-        if reply.type == "error":
+        if reply.type in ("error", "refused"):
             raise PoolError(f"worker {reply.worker}: {reply.message}")
         return Transcript.heard(
             reply.text,
@@ -204,38 +215,81 @@ class MqttPoolAsr:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _publish(self, job: Job) -> None:
-        self.connection.publish(self.topics.jobs, job.encode(), qos=1)
+    def _pick(self, exclude: str | None = None) -> str | None:
+        """The live worker with the fewest of this front end's jobs in flight (caller locks)."""
+        load = {w: 0 for w, s in self.workers.items() if s.get("online") and w != exclude}
+        for pending in self._pending.values():
+            if pending.worker in load and not pending.done.is_set():
+                load[pending.worker] += 1
+        return min(load, key=lambda w: (load[w], w)) if load else None
+
+    def _send(self, pending: _Pending, exclude: str | None = None) -> None:
+        """Publish the job to a live worker; PoolUnavailable when none is online."""
+        with self._lock:
+            worker = self._pick(exclude)
+            if worker is None:
+                raise PoolUnavailable(
+                    f"no worker of group {self.options.group!r} online at {self.connection.broker}"
+                )
+            if pending.worker is None:
+                self.stats.in_flight += 1
+                self.stats.max_in_flight = max(self.stats.max_in_flight, self.stats.in_flight)
+            pending.worker, pending.claimed_by = worker, None
+            pending.sent_at = time.monotonic()
+        self.connection.publish(self.topics.jobs(worker), pending.job.encode(), qos=1)
 
     def _wait(self, pending: _Pending) -> Reply:
         deadline = time.monotonic() + self.options.timeout
-        while not pending.done.wait(min(0.1, max(0.0, deadline - time.monotonic()))):
-            now = time.monotonic()
-            if now >= deadline:
-                claimed = f" (claimed by {pending.claimed_by})" if pending.claimed_by else ""
+        try:
+            if not pending.done.wait(max(0.0, deadline - time.monotonic())):
+                by = pending.claimed_by or pending.worker
                 raise PoolUnavailable(
-                    f"no answer from the pool within {self.options.timeout:g} s{claimed}"
+                    f"no answer from the pool within {self.options.timeout:g} s (sent to {by})"
                 )
-            unclaimed = pending.claimed_by is None
-            if unclaimed and now - pending.sent_at > self.options.resend_seconds:
-                self._resend(pending, "nobody claimed it")
-        assert pending.reply is not None
+        finally:
+            with self._lock:
+                self.stats.in_flight -= 1
+        if pending.reply is None:
+            raise PoolError(pending.failure or "the pool did not answer")
         return pending.reply
 
     def _resend(self, pending: _Pending, why: str) -> None:
-        log.info("ASR pool: job %s published again: %s", pending.job.id[:8], why)
+        log.info("ASR pool: job %s sent again: %s", pending.job.id[:8], why)
+        try:
+            self._send(pending, exclude=pending.worker)
+        except PoolUnavailable as exc:
+            self._fail(pending, f"{why}; {exc}")
+            return
         with self._lock:
-            pending.claimed_by = None
-            pending.sent_at = time.monotonic()
             pending.sends += 1
             self.stats.resent += 1
-        self._publish(pending.job)
+
+    def _fail(self, pending: _Pending, why: str) -> None:
+        pending.failure = why
+        pending.done.set()
 
     def _on_message(self, message: paho.MQTTMessage) -> None:
-        if message.topic == self.reply_topic:
-            self._on_reply(Reply.decode(message.payload))
+        if message.topic.startswith(self._reply_prefix):
+            worker = message.topic[len(self._reply_prefix) :]
+            try:
+                reply = Reply.decode(message.payload, self.options.max_reply_bytes)
+                if reply.worker != worker:
+                    raise BadMessage(f"a reply of worker {reply.worker!r} on {worker!r}'s topic")
+            except BadMessage as exc:
+                self._bad_reply(worker, str(exc))
+                return
+            self._on_reply(reply)
         elif message.topic.startswith(self.topics.worker("")):
             self._on_status(message.topic.rsplit("/", 1)[-1], message.payload)
+
+    def _bad_reply(self, worker: str, why: str) -> None:
+        """A worker broke the schema: its jobs here fail now (the next engine serves them)."""
+        log.warning("ASR pool: worker %s sent a bad reply: %s", worker, why)
+        with self._lock:
+            self.stats.bad_replies += 1
+            mine = [p for p in self._pending.values() if p.worker == worker]
+        for pending in mine:
+            self._fail(pending, f"worker {worker}: {why}")
 
     def _on_reply(self, reply: Reply) -> None:
         with self._lock:
@@ -250,6 +304,7 @@ class MqttPoolAsr:
             if pending is None:
                 self.stats.late_dropped += 1
                 return
+            self.stats.refused += reply.type == "refused"
             self._answered[reply.id] = reply
             while len(self._answered) > ANSWERED_KEPT:
                 self._answered.popitem(last=False)
@@ -262,6 +317,8 @@ class MqttPoolAsr:
             status = json.loads(payload) if payload else {"online": False}
         except ValueError:
             return
+        if not isinstance(status, dict):
+            return
         orphans: list[_Pending] = []
         with self._lock:
             self.workers[worker_id] = status
@@ -269,7 +326,7 @@ class MqttPoolAsr:
                 orphans = [
                     p
                     for p in self._pending.values()
-                    if p.claimed_by == worker_id and not p.done.is_set()
+                    if p.worker == worker_id and not p.done.is_set()
                 ]
         for pending in orphans:
-            self._resend(pending, f"worker {worker_id} went offline mid-utterance")
+            self._resend(pending, f"worker {worker_id} went offline")

@@ -27,8 +27,16 @@ class PoolOptions(BaseModel):
     group: str = Field("voiced-asr", description="shared-subscription group of the workers")
     prefix: str = Field("voiced/asr-pool", description="topic prefix of jobs, replies, workers")
     timeout: float = Field(10.0, gt=0, description="deadline of one utterance, in seconds")
-    resend_seconds: float = Field(
-        3.0, gt=0, description="a job no worker claimed by then is published again"
+    max_audio_seconds: float = Field(
+        30.0, gt=0, le=600, description="longest utterance a job carries; a longer one is refused"
+    )
+    max_reply_bytes: int = Field(
+        65536, ge=1024, description="largest reply a front end takes from a worker"
+    )
+    max_packet_bytes: int = Field(
+        64 * 1024 * 1024,
+        ge=65536,
+        description="largest MQTT packet either side takes from the broker (it drops larger)",
     )
     session_expiry: int = Field(
         300, ge=0, description="seconds the broker keeps a session (and its jobs) after a drop"
@@ -40,6 +48,11 @@ class PoolOptions(BaseModel):
     client_id: str | None = Field(
         None, description="stable MQTT client id (persistent session); default from the role"
     )
+
+    @property
+    def max_audio_bytes(self) -> int:
+        """The audio cap in bytes of 16 kHz 16-bit mono PCM."""
+        return int(self.max_audio_seconds * 32000)
 
     @field_validator("group")
     @classmethod

@@ -1,9 +1,11 @@
 """``voiced worker``: take utterances from the pool's shared subscription and transcribe them.
 
-The worker's engines are the config's ``pipeline.asr`` without the pool itself. Each job is
-claimed, transcribed, answered (QoS 1) and only then acknowledged, so a worker that dies
-mid-utterance leaves it with the broker; its will (``online: false``, retained) tells the front
-ends at once, and they publish the job again for the other workers.
+The worker's engines are the config's ``pipeline.asr`` without the pool itself. It takes jobs
+from its own topic (``<prefix>/jobs/<worker id>``): each is checked against the schema (a job
+that breaks it is answered ``refused``), claimed, transcribed, answered (QoS 1) to the reply
+topic the two ids fix, and only then acknowledged, so a worker that dies mid-utterance leaves
+it with the broker; its will (``online: false``, retained) tells the front ends at once, and
+they send the job to another live worker. SIGTERM stops it within a second even mid-job.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from voiced.api.host import EngineChain
 
 from .connection import PoolConnection
 from .options import PoolConfigError, PoolOptions
-from .wire import Job, Reply, Topics, worker_status
+from .wire import SAFE_ID, BadMessage, Job, Reply, Topics, worker_status
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ ANSWERS_KEPT = 500  # recent answers by job id: a redelivered job is answered, n
 
 class PoolWorker:
     def __init__(self, options: PoolOptions, settings: Any, chain: EngineChain, worker_id: str):
+        if not SAFE_ID.fullmatch(worker_id):
+            raise ValueError(f"worker id {worker_id!r} must match {SAFE_ID.pattern}")
         self.options = options
         self.chain = chain
         self.worker_id = worker_id
@@ -46,12 +50,15 @@ class PoolWorker:
         client_id = options.client_id or f"voiced-asr-worker-{worker_id}"
         self.jobs: queue.Queue[paho.MQTTMessage] = queue.Queue()
         self.done = 0
+        self.refused = 0
         self.answered_again = 0
+        self._serving: threading.Thread | None = None
         self._answers: OrderedDict[str, Reply] = OrderedDict()  # by job id, bounded
         self.connection = PoolConnection(
             broker.model_copy(update={"client_id": client_id}),
             session_expiry=options.session_expiry,
             receive_maximum=1,
+            max_packet_bytes=options.max_packet_bytes,
             manual_ack=True,
             will=Will(self.topics.worker(worker_id), worker_status(worker_id, False).decode()),
             on_job_message=self.jobs.put,
@@ -59,18 +66,15 @@ class PoolWorker:
         )
 
     def run(self, stop: threading.Event) -> None:
-        self.connection.subscribe(self.topics.shared_jobs, 1)
+        """Serve jobs on a thread until ``stop``; a job still being transcribed then is left
+        unacknowledged (the front ends send it to another worker when the status says offline)."""
+        self.connection.subscribe(self.topics.jobs(self.worker_id), 1)
         self.connection.start()
+        serving = threading.Thread(target=self._serve, args=(stop,), name="pool-jobs", daemon=True)
+        self._serving = serving
+        serving.start()
         try:
-            while not stop.is_set():
-                try:
-                    message = self.jobs.get(timeout=0.2)
-                except queue.Empty:
-                    continue
-                try:
-                    self.handle(message)
-                except Exception:
-                    log.exception("worker %s: a job failed", self.worker_id)
+            stop.wait()
         finally:
             self.connection.publish(
                 self.topics.worker(self.worker_id),
@@ -80,60 +84,94 @@ class PoolWorker:
             )
             time.sleep(0.2)
             self.connection.stop()
+            serving.join(1.0)
+
+    @property
+    def jobs_thread_alive(self) -> bool:
+        return self._serving is not None and self._serving.is_alive()
+
+    def _serve(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                message = self.jobs.get(timeout=0.2)
+            except queue.Empty:
+                continue
+            try:
+                self.handle(message)
+            except Exception:
+                log.exception("worker %s: a job failed", self.worker_id)
 
     def handle(self, message: paho.MQTTMessage) -> None:
+        """Answer (or refuse) one job, then acknowledge it: exactly once, whatever it holds."""
         try:
-            job = Job.decode(message.payload)
-        except (ValueError, KeyError, TypeError) as exc:
-            log.warning("worker %s: dropped a malformed job: %s", self.worker_id, exc)
+            answer = self._answer(message.payload)
+        except BadMessage as exc:
+            self.refused += 1
+            log.warning("worker %s: refused a job: %s", self.worker_id, exc)
+            answer = self._refusal(exc)
+        except Exception:
+            self.connection.ack(message.mid)
+            raise
+        if answer is None:
             self.connection.ack(message.mid)
             return
+        front, reply, deadline = answer
+        self._publish_then_ack(front, reply, deadline, message.mid)
+
+    def _refusal(self, exc: BadMessage) -> tuple[str, Reply, float] | None:
+        if exc.front is None:
+            return None
+        reply = Reply(exc.job or "", "refused", self.worker_id, message=str(exc)[:1000])
+        return exc.front, reply, time.time() + 5.0
+
+    def _answer(self, payload: bytes) -> tuple[str, Reply, float] | None:
+        job = Job.decode(payload, self.options.max_audio_bytes)
         if job.deadline < time.time():
             log.info("worker %s: job %s past its deadline; dropped", self.worker_id, job.id[:8])
-            self.connection.ack(message.mid)
-            return
+            return None
         earlier = self._answers.get(job.id)
         if earlier is not None:  # redelivered (the broker lost our ack): answer it once more,
             self.answered_again += 1  # the front end keeps the first answer
             log.info("worker %s: job %s redelivered; same answer", self.worker_id, job.id[:12])
-            self._publish_then_ack(job, earlier, message.mid)
-            return
-        self._reply(job, Reply(job.id, "claim", self.worker_id))
+            return job.front, earlier, job.deadline
+        self._reply(job.front, Reply(job.id, "claim", self.worker_id))
+        reply = self._transcribe(job)
+        if reply.type == "result":
+            self._answers[job.id] = reply
+            while len(self._answers) > ANSWERS_KEPT:
+                self._answers.popitem(last=False)
+        self.done += 1
+        log.info("worker %s: job %s answered (%s)", self.worker_id, job.id[:12], reply.type)
+        return job.front, reply, job.deadline
+
+    def _transcribe(self, job: Job) -> Reply:
         started = time.monotonic()
         try:
             engine, transcript = self.chain.call(
                 "transcribe", job.audio, job.language, run_id=job.run_id
             )
         except Exception as exc:
-            reply = Reply(job.id, "error", self.worker_id, message=f"{type(exc).__name__}: {exc}")
-        else:
-            reply = Reply(
-                job.id,
-                "result",
-                self.worker_id,
-                text=transcript.text,
-                language=transcript.language,
-                engine=engine,
-                asr_s=round(time.monotonic() - started, 4),
-            )
-        if reply.type == "result":
-            self._answers[job.id] = reply
-            while len(self._answers) > ANSWERS_KEPT:
-                self._answers.popitem(last=False)
-        self._publish_then_ack(job, reply, message.mid)
-        self.done += 1
-        log.info("worker %s: job %s answered (%s)", self.worker_id, job.id[:12], reply.type)
+            return Reply(job.id, "error", self.worker_id, message=f"{type(exc).__name__}: {exc}")
+        return Reply(
+            job.id,
+            "result",
+            self.worker_id,
+            text=transcript.text,
+            language=transcript.language,
+            engine=engine,
+            asr_s=round(time.monotonic() - started, 4),
+        )
 
-    def _publish_then_ack(self, job: Job, reply: Reply, mid: int) -> None:
-        info = self._reply(job, reply)
+    def _publish_then_ack(self, front: str, reply: Reply, deadline: float, mid: int) -> None:
+        info = self._reply(front, reply)
         # paho keeps a QoS 1 message while the broker is away and sends it on reconnect;
         # the job is acknowledged once the answer is out (or its deadline has passed)
-        while not info.is_published() and time.time() < job.deadline:
+        while not info.is_published() and time.time() < deadline:
             time.sleep(0.02)
         self.connection.ack(mid)
 
-    def _reply(self, job: Job, reply: Reply) -> Any:
-        return self.connection.publish(job.reply, reply.encode(), qos=1)
+    def _reply(self, front: str, reply: Reply) -> Any:
+        return self.connection.publish(self.topics.reply(front, self.worker_id), reply.encode(), 1)
 
     def _announce(self) -> None:
         name, engine = self.chain.loaded[0] if self.chain.loaded else ("", None)
@@ -149,8 +187,8 @@ class PoolWorker:
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = (
-        "Serve the ASR pool: take utterances from the MQTT broker's shared subscription "
-        "($share/<group>/<prefix>/jobs) and answer them with the configured pipeline.asr "
+        "Serve the ASR pool: take utterances from the MQTT broker "
+        "(<prefix>/jobs/<worker id>) and answer them with the configured pipeline.asr "
         "engines. Broker and pool settings: [stages.asr.mqtt-pool]."
     )
     parser.add_argument("--id", help="worker id (stable: it names the persistent session)")
@@ -174,19 +212,20 @@ def run_command(args: argparse.Namespace) -> int:
     except (ConfigError, PoolConfigError, ValueError) as exc:
         print(f"voiced worker: {exc}", file=sys.stderr)
         return 2
-    chain.load()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
+    chain.load()
     log.info(
         "worker %s: serving %s on %s with %s",
         worker.worker_id,
-        worker.topics.shared_jobs,
+        worker.topics.jobs(worker.worker_id),
         worker.connection.broker,
         ", ".join(n for n, _ in chain.loaded),
     )
     worker.run(stop)
-    chain.close()
+    if not worker.jobs_thread_alive:
+        chain.close()  # an engine still transcribing is left to the process's exit
     return 0
 
 
