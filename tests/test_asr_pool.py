@@ -15,7 +15,7 @@ from mqtt_fixtures import Mosquitto, free_port
 from pipeline_helpers import overrides, run_pipeline
 from pool_processes import WorkerProcess, pool_settings, write_pool_config
 from speech import silence, steady_piper
-from voiced_plugins.asr_pool.doctor import workers_check
+from voiced_plugins.asr_pool.doctor import parallel_check, workers_check
 from voiced_plugins.asr_pool.frontend import MqttPoolAsr, PoolUnavailable
 from voiced_plugins.asr_pool.options import PoolConfigError, PoolOptions
 from voiced_plugins.asr_pool.wire import Job
@@ -117,6 +117,9 @@ def test_a_worker_killed_mid_utterance_loses_and_duplicates_nothing(
         check = workers_check(stage.options, stage.broker, wait=0.5)
         assert check.ok is True and "2 online" in check.detail
         assert victim.worker_id not in check.detail and "whisper-ctranslate2" in check.detail
+        (advice,) = parallel_check(2, asr_workers=1)
+        assert advice.ok is None and "set asr_workers = 2" in advice.fix
+        assert parallel_check(2, asr_workers=2) == []
     finally:
         stage.close()
 

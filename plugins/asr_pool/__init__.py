@@ -1,4 +1,4 @@
-"""The ASR worker pool on the user's MQTT broker (MQTT 5 shared subscriptions).
+"""The ASR worker pool on the user's MQTT broker (MQTT 5; one jobs topic per worker).
 
 Front end: ``asr = ["mqtt-pool", "whisper-ctranslate2"]`` publishes each utterance for the
 workers and falls back to the local engine when no worker answers. Workers: ``voiced worker``
@@ -31,7 +31,7 @@ def voiced_register_stages(register: Callable[..., None]) -> None:
         _factory,
         options=PoolOptions,
         description="speech-to-text by a pool of `voiced worker` processes behind an MQTT 5 "
-        "broker (shared subscription); put a local engine after it as the fallback",
+        "broker (the live worker with the fewest jobs); a local engine after it is the fallback",
     )
 
 

@@ -23,11 +23,33 @@ def pool_checks(settings: Any) -> list[Check]:
         broker = options.broker_options(settings)
     except (PoolConfigError, ValueError) as exc:
         return [Check("ASR pool", False, str(exc), "see docs/scaleout.md", section="mqtt")]
-    return [workers_check(options, broker)]
+    workers, online = workers_online(options, broker)
+    return [workers, *parallel_check(online, pipeline.asr_workers)]
+
+
+def parallel_check(online: int, asr_workers: int) -> list[Check]:
+    """Whether ``pipeline.asr_workers`` lets every online worker have a job at once."""
+    if online <= asr_workers:
+        return []
+    return [
+        Check(
+            "ASR pool parallelism",
+            None,
+            f"{online} workers online but pipeline.asr_workers = {asr_workers}: at most "
+            f"{asr_workers} utterance(s) in flight, the other workers idle",
+            f"set asr_workers = {online} in [pipeline] (docs/scaleout.md)",
+            section="mqtt",
+        )
+    ]
 
 
 def workers_check(options: PoolOptions, broker: Any, wait: float = 1.5) -> Check:
     """Subscribe to the workers' retained statuses for a moment and list who is online."""
+    return workers_online(options, broker, wait)[0]
+
+
+def workers_online(options: PoolOptions, broker: Any, wait: float = 1.5) -> tuple[Check, int]:
+    """The workers' check and how many are online."""
     from voiced_plugins.mqtt.client import MqttClient
 
     topics = Topics(options.prefix, options.group)
@@ -59,7 +81,7 @@ def workers_check(options: PoolOptions, broker: Any, wait: float = 1.5) -> Check
                 client.last_error or f"no answer from {client.broker}",
                 "start the broker, or fix [stages.asr.mqtt-pool.broker]",
                 section="mqtt",
-            )
+            ), 0
         connect_ms = (time.monotonic() - started) * 1000
         time.sleep(wait)
     finally:
@@ -73,10 +95,10 @@ def workers_check(options: PoolOptions, broker: Any, wait: float = 1.5) -> Check
             "the local engine serves",
             "start `voiced worker` on the machines that should transcribe",
             section="mqtt",
-        )
+        ), 0
     listed = "; ".join(
         f"{w}: {s.get('engine', '?')} {s.get('model', '')} on {s.get('host', '?')}".strip()
         for w, s in sorted(online.items())
     )
     detail = f"{client.broker} ({connect_ms:.0f} ms): {len(online)} online: {listed}"
-    return Check("ASR pool workers", True, detail, section="mqtt")
+    return Check("ASR pool workers", True, detail, section="mqtt"), len(online)

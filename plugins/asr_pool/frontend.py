@@ -56,6 +56,7 @@ class _Pending:
     sends: int = 1
     reply: Reply | None = None
     failure: str | None = None  # why the ask that sent it gave up
+    waiting: bool = False  # its worker went offline with none left: sent to the next online
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -256,11 +257,16 @@ class MqttPoolAsr:
     def _resend(self, pending: _Pending, why: str) -> None:
         log.info("ASR pool: job %s sent again: %s", pending.job.id[:8], why)
         try:
-            self._send(pending, exclude=pending.worker)
-        except PoolUnavailable as exc:
-            self._fail(pending, f"{why}; {exc}")
+            self._send(pending, exclude=None if pending.waiting else pending.worker)
+        except PoolUnavailable:
+            # every worker is offline (a broker restart drops them all at once): the job waits,
+            # within its deadline, for the first worker back online
+            with self._lock:
+                pending.waiting = True
+            log.info("ASR pool: job %s waits for a worker online: %s", pending.job.id[:8], why)
             return
         with self._lock:
+            pending.waiting = False
             pending.sends += 1
             self.stats.resent += 1
 
@@ -319,14 +325,15 @@ class MqttPoolAsr:
             return
         if not isinstance(status, dict):
             return
-        orphans: list[_Pending] = []
+        online = bool(status.get("online"))
         with self._lock:
             self.workers[worker_id] = status
-            if not status.get("online"):
-                orphans = [
-                    p
-                    for p in self._pending.values()
-                    if p.worker == worker_id and not p.done.is_set()
-                ]
+            orphans = [
+                p
+                for p in self._pending.values()
+                if not p.done.is_set()
+                and (p.waiting if online else p.worker == worker_id and not p.waiting)
+            ]
+        why = f"worker {worker_id} is back online" if online else f"worker {worker_id} went offline"
         for pending in orphans:
-            self._resend(pending, f"worker {worker_id} went offline")
+            self._resend(pending, why)

@@ -24,7 +24,7 @@ class PoolOptions(BaseModel):
     broker: MqttOptions | None = Field(
         None, description="the broker; default: the [stages.service.mqtt] settings"
     )
-    group: str = Field("voiced-asr", description="shared-subscription group of the workers")
+    group: str = Field("voiced-asr", description="name of the pool (said in logs and doctor)")
     prefix: str = Field("voiced/asr-pool", description="topic prefix of jobs, replies, workers")
     timeout: float = Field(10.0, gt=0, description="deadline of one utterance, in seconds")
     max_audio_seconds: float = Field(
@@ -37,6 +37,11 @@ class PoolOptions(BaseModel):
         64 * 1024 * 1024,
         ge=65536,
         description="largest MQTT packet either side takes from the broker (it drops larger)",
+    )
+    resend_seconds: float | None = Field(
+        None,
+        description="no longer used (a job is sent again only when its worker goes offline); "
+        "accepted so an older config still starts",
     )
     session_expiry: int = Field(
         300, ge=0, description="seconds the broker keeps a session (and its jobs) after a drop"
@@ -54,11 +59,21 @@ class PoolOptions(BaseModel):
         """The audio cap in bytes of 16 kHz 16-bit mono PCM."""
         return int(self.max_audio_seconds * 32000)
 
+    @field_validator("resend_seconds")
+    @classmethod
+    def _resend_seconds(cls, value: float | None) -> float | None:
+        if value is not None:
+            log.warning(
+                "ASR pool: resend_seconds is no longer used (a job is sent again only when its "
+                "worker goes offline); remove it from [stages.asr.mqtt-pool]"
+            )
+        return value
+
     @field_validator("group")
     @classmethod
     def _group(cls, value: str) -> str:
         if not value or any(c in value for c in "/+#"):
-            raise ValueError("a shared-subscription group name has no / + or #")
+            raise ValueError("a pool group name has no / + or #")
         return value
 
     @field_validator("prefix")
@@ -70,7 +85,7 @@ class PoolOptions(BaseModel):
         return value
 
     def broker_options(self, settings: Any) -> MqttOptions:
-        """The broker options, MQTT 5 (shared subscriptions); PoolConfigError if unusable."""
+        """The broker options, MQTT 5; PoolConfigError if unusable."""
         broker = self.broker
         if broker is None:
             raw = settings.stage_options("service", "mqtt") if settings is not None else {}

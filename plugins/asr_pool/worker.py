@@ -1,4 +1,4 @@
-"""``voiced worker``: take utterances from the pool's shared subscription and transcribe them.
+"""``voiced worker``: take utterances from this worker's jobs topic and transcribe them.
 
 The worker's engines are the config's ``pipeline.asr`` without the pool itself. It takes jobs
 from its own topic (``<prefix>/jobs/<worker id>``): each is checked against the schema (a job
