@@ -255,6 +255,29 @@ async def test_a_transcript_voiced_handles_itself_is_answered_as_handled(daemon,
     assert recorder.of("handled")[-1].data["handler"] == "builtin"
 
 
+async def test_with_intent_offered_but_not_handle_a_transcript_comes_back_as_an_intent(daemon):
+    # Home Assistant's conversation entity always sends `transcript`, also to a voiced that
+    # offers it recognition only: HA executes the intent itself
+    service = WyomingService(WyomingOptions(uri="tcp://127.0.0.1:0", services=["intent"]), daemon)
+    service.load()
+    await service.start()
+    try:
+        host, port = service.address
+        async with AsyncTcpClient(host, port) as client:
+            await client.write_event(Transcript(text="turn off the kitchen light").event())
+            answer = (await read_until(client, "intent", "not-recognized", "error"))[-1]
+            await client.write_event(Transcript(text="sing me a song about ducks").event())
+            missed = (await read_until(client, "intent", "not-recognized", "error"))[-1]
+    finally:
+        await service.stop()
+        service.close()
+    assert answer.type == "intent"
+    intent = Intent.from_event(answer)
+    assert intent.name == "HassTurnOff"
+    assert {e.name: e.value for e in intent.entities}["name"] == "Kitchen Light"
+    assert missed.type == "not-recognized"
+
+
 # -- the same tests against the real daemon and a small Assistant -------------------------------
 
 

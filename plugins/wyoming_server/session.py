@@ -223,8 +223,7 @@ class Session(AsyncEventHandler):
             self._need("intent")
             await self._recognize_request(Recognize.from_event(event).text)
         elif WyTranscript.is_type(kind):
-            self._need("handle")
-            await self._answer_transcript(WyTranscript.from_event(event).text)
+            await self._on_transcript(WyTranscript.from_event(event).text)
         elif WyIntent.is_type(kind):
             self._need("handle")
             await self._handle_intent(WyIntent.from_event(event))
@@ -491,6 +490,16 @@ class Session(AsyncEventHandler):
             await self.send(NotRecognized(text=self.app.settings.pipeline.not_understood).event())
             return
         await self.send(intent_event(intent, None))  # text is what to speak: nothing yet
+
+    async def _on_transcript(self, text: str) -> None:
+        """Home Assistant's conversation entity sends every sentence as ``transcript``: with
+        ``handle`` offered voiced acts and answers; with ``intent`` alone, it only recognizes
+        and replies ``intent`` (or ``not-recognized``) for Home Assistant to execute."""
+        if "handle" not in self.service.services and "intent" in self.service.services:
+            await self._recognize_request(text)
+            return
+        self._need("handle")
+        await self._answer_transcript(text)
 
     async def _answer_transcript(self, text: str) -> None:
         """A transcript from Home Assistant: recognize -> handle -> answer, like a spoken one.
