@@ -87,7 +87,7 @@ def test_the_constrained_search_has_its_whole_grammar_once_the_engine_has_loaded
     engine.load()
     try:
         assert os.environ.get("MKL_DISABLE_FAST_MM") == "1"  # MKL keeps no buffers of its own
-        grammar = engine._grammars["en"].get(hassil, engine._tokenizer("en"))
+        grammar = engine.homes.grammar("en", hassil)
         assert grammar is not None
         following = hassil.graph.following
         successors = {frozenset(following.get(w, ())) - {END, ANY} for w in (START, *following)}

@@ -29,10 +29,8 @@ def voiced(*args: str) -> subprocess.CompletedProcess:
 def test_a_missing_file_source_fails_the_start_with_the_reason(tmp_path):
     missing = tmp_path / "nothing-here.wav"
     result = voiced("--config", "tests/empty.toml", "run", "--source", f"file:{missing}")
-    assert result.returncode == 1, result
-    assert f"voiced: cannot start: source file failed to load: {missing}: no such file" in (
-        result.stderr
-    )
+    assert result.returncode == 2, result  # a configuration error, before any model loads
+    assert f"--source file:{missing}: {missing}: no such file" in result.stderr
     assert "Traceback" not in result.stderr
 
 

@@ -73,7 +73,7 @@ class PoolOptions(BaseModel):
     @classmethod
     def _group(cls, value: str) -> str:
         if not value or any(c in value for c in "/+#"):
-            raise ValueError("a pool group name has no / + or #")
+            raise ValueError("a pool group name is a shared-subscription group: no / + or #")
         return value
 
     @field_validator("prefix")
