@@ -530,7 +530,7 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     stage_args(p, ("tts", "sink"))
     p.set_defaults(func=cmd_say)
 
-    from voiced import doctor, service_install
+    from voiced import doctor, service_install, setup
 
     p = sub.add_parser("doctor", help=doctor.HELP, description=doctor.HELP)
     doctor.configure_doctor_parser(p)
@@ -540,6 +540,9 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     )
     service_install.configure_install_parser(p)
     p.set_defaults(func=service_install.run_install_service)
+    p = sub.add_parser("setup", help=setup.HELP, description=setup.command.DESCRIPTION)
+    setup.configure_setup_parser(p)
+    p.set_defaults(func=setup.run_setup)
 
     groups: dict[str, argparse._SubParsersAction] = {}
     for name, help_text, configure, func in extra:
