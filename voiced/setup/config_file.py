@@ -102,7 +102,7 @@ def home_tables(answers: Answers) -> list[Table]:
     connection = [("url", ha.url, "https:// is verified"), *token]
     return [
         ("stages.intent.hassil", f"The home comes from Home Assistant {ha.version} "
-         f"({ha.areas} areas, {ha.entities} exposed entities when setup looked).",
+         f"(setup saw {ha.areas} areas and {ha.entities} exposed entities).",
          [("home", "", "no YAML home: Home Assistant's"), ("sentences", [], "")]),
         ("stages.service.home-assistant", "", connection),
         ("stages.handler.home-assistant", "", connection),

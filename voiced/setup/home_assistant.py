@@ -178,9 +178,12 @@ def ask_home_assistant(
         console.say("  voiced will know the time and timers; a home.yaml can name your devices")
         return None
 
-    def attempt(first: bool) -> HomeAssistantAnswer:
-        address = console.ask("Home Assistant URL", "--ha-url", url if first else None,
+    def attempt(first: bool) -> HomeAssistantAnswer | None:
+        address = console.ask("Home Assistant URL ('none': go on without it)", "--ha-url",
+                              url if first else None,
                               found or "http://homeassistant.local:8123").rstrip("/")  # fmt: skip
+        if address.lower() == "none":
+            return None
         token = read_token(console, token_file, first)
         version = check_token(address, token)
         areas, entities = count_home(host, address, token)

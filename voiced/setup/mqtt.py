@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+from pathlib import Path
 from typing import Any
 
 from voiced.setup.answers import MqttAnswer
@@ -94,8 +95,8 @@ def ask_mqtt(console: Console, flags: Any, suggested: str | None) -> MqttAnswer:
             password = console.ask("Password", "--mqtt-password-file",
                                    _read_secret(flags.mqtt_password_file) if first else None,
                                    None, secret=True)  # fmt: skip
-        answer = MqttAnswer(host, int(port_text), username or None, password or None, tls,
-                            flags.mqtt_ca_file if tls else None)  # fmt: skip
+        ca_file = str(Path(flags.mqtt_ca_file).resolve()) if tls and flags.mqtt_ca_file else None
+        answer = MqttAnswer(host, int(port_text), username or None, password or None, tls, ca_file)
         probe_broker(answer)
         console.ok(
             f"connected to the broker at {host}:{port_text}"

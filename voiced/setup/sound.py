@@ -19,6 +19,7 @@ def ask_device(console: Console, kind: str, given: str | None) -> Device | None:
     word, flag = ("Microphone", "--microphone") if kind == "input" else ("Speaker", "--speaker")
     found = devices.audio_devices()
     listed = devices.usable(found, kind)
+    console.say(f"  {word.lower()}s found:" if listed else f"  no {word.lower()} found")
     for line in devices.describe(listed, kind):
         console.say("  " + line)
     default = devices.default_of(found, kind)
