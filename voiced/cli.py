@@ -561,8 +561,14 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     return parser
 
 
+PROGRESS_LOGGER = "voiced.progress"
+"""First-time preparation (joining a split model, converting one): said at INFO by every
+command, so a one-shot command that waits on it does not look hung."""
+
+
 def main(argv: list[str] | None = None) -> int:
     setup_logging(os.environ.get("VOICED_LOG_LEVEL", "WARNING"))
+    logging.getLogger(PROGRESS_LOGGER).setLevel(logging.INFO)
     parser = build_parser(plugin_commands())
     args = parser.parse_args(argv)
     if args.command not in ("run", "say"):

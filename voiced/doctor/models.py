@@ -42,6 +42,9 @@ def model_checks(settings: Any, host: Any) -> list[Check]:
             )
             continue
         data = options.model_dump(mode="json") if options is not None else {}
+        if "url" in data and not data["url"]:
+            checks.append(unset_url_check(kind, name))
+            continue
         named = []
         for field_name, value in data.items():
             if field_name not in PATH_KEYS:
@@ -68,6 +71,19 @@ def model_checks(settings: Any, host: Any) -> list[Check]:
             )
     checks.extend(bundled_model_checks())
     return checks
+
+
+def unset_url_check(kind: str, name: str) -> Check:
+    """A stage that talks to a server but has no ``url``: it is off, not working (the LLM
+    fallback with no endpoint recognizes nothing)."""
+    return Check(
+        f"{kind} {name}",
+        None,
+        "off: no url set, so it is never asked",
+        f'set [stages.{kind}.{name}] url (the server it asks), or take "{name}" out of '
+        f"pipeline.{kind}",
+        section="models",
+    )
 
 
 BUNDLED_MODELS = (

@@ -142,6 +142,10 @@ async def _load_once(source: Any, collector: _Collector, timeout: float) -> dict
     return collector.home
 
 
+def plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else many or one + 's'}"
+
+
 def read_token(console: Console, token_file: str | None, first: bool) -> str:
     """The token: ``--ha-token-file``, else $HOME_ASSISTANT_TOKEN, else asked (hidden)."""
     if first and token_file:
@@ -187,8 +191,8 @@ def ask_home_assistant(
         token = read_token(console, token_file, first)
         version = check_token(address, token)
         areas, entities = count_home(host, address, token)
-        console.ok(f"Home Assistant {version}: I see {areas} areas and {entities} exposed "
-                   "entities")  # fmt: skip
+        console.ok(f"Home Assistant {version}: I see {plural(areas, 'area')} and "
+                   f"{plural(entities, 'exposed entity', 'exposed entities')}")  # fmt: skip
         return HomeAssistantAnswer(address, token, version, areas, entities,
                                    mqtt_broker_of(address, token))  # fmt: skip
 
