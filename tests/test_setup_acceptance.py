@@ -136,3 +136,39 @@ def test_setup_writes_a_config_with_which_a_spoken_command_switches_the_home_ass
         daemon.stop()
         light_commands.close()
     assert daemon.process.returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("answers", "said"),
+    [
+        (
+            ["--ha-token-file", "{wrong_token}"],
+            "refused the token (401): make one in Home Assistant",
+        ),
+        (["--ha-url", "http://127.0.0.1:{closed}"], "is unreachable"),
+        (["--microphone", "USB headset"], "no microphone matches 'USB headset'; found: "),
+        (["--mqtt-port", "{closed}"], "no MQTT broker at 127.0.0.1:"),
+    ],
+    ids=["wrong token", "unreachable Home Assistant", "no such microphone", "no broker"],
+)
+def test_a_bad_answer_ends_non_interactive_setup_with_what_to_do_and_writes_nothing(
+    ha: HomeAssistant, broker: Mosquitto, card: SoundCard, tmp_path: Path,
+    answers: list[str], said: str,
+) -> None:  # fmt: skip
+    token, wrong = tmp_path / "token", tmp_path / "wrong-token"
+    token.write_text(ha.token)
+    wrong.write_text("not-a-token")
+    flags = {"--microphone": "voiced_mic", "--ha-url": ha.url, "--ha-token-file": str(token),
+             "--mqtt-port": str(broker.port)}  # fmt: skip
+    fill = {"wrong_token": str(wrong), "closed": str(free_port())}
+    flags.update(zip(answers[::2], [a.format(**fill) for a in answers[1::2]], strict=True))
+    config = tmp_path / "voiced.toml"
+    setup = Screen(
+        [*VOICED, "--config", str(config), "setup", "--non-interactive", "--speaker", "none",
+         "--record-seconds", "0", "--mqtt-host", "127.0.0.1",
+         *[part for pair in flags.items() for part in pair]],
+        card.env(), tmp_path,
+    )  # fmt: skip
+    assert setup.wait(120) == 2, setup.text
+    assert said in setup.text
+    assert not config.exists()
