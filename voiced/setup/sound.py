@@ -14,10 +14,11 @@ from voiced.setup.devices import Device
 NONE = ("none", "-")
 
 
-def ask_device(console: Console, kind: str, given: str | None) -> Device | None:
+def ask_device(
+    console: Console, found: list[Device], kind: str, given: str | None
+) -> Device | None:
     """A microphone (``kind`` "input") or speaker ("output"); None when the answer is none."""
     word, flag = ("Microphone", "--microphone") if kind == "input" else ("Speaker", "--speaker")
-    found = devices.audio_devices()
     listed = devices.usable(found, kind)
     console.say(f"  {word.lower()}s found:" if listed else f"  no {word.lower()} found")
     for line in devices.describe(listed, kind):
@@ -38,14 +39,15 @@ def ask_device(console: Console, kind: str, given: str | None) -> Device | None:
 def ask_sound(console: Console, answers: Answers, flags: Any) -> None:
     console.heading("Microphone and speaker")
     try:
-        microphone = ask_device(console, "input", flags.microphone)
-    except SetupError as exc:
+        found = devices.audio_devices()
+    except SetupError as exc:  # no PortAudio: satellites only, until it is installed
         console.fail(str(exc))
         if not console.interactive:
             raise
-        microphone = None
+        return
+    microphone = ask_device(console, found, "input", flags.microphone)
     answers.microphone = microphone.name if microphone else None
-    speaker = ask_device(console, "output", flags.speaker)
+    speaker = ask_device(console, found, "output", flags.speaker)
     answers.speaker = speaker.name if speaker else None
     if microphone and flags.record_seconds > 0:
         console.until_valid(lambda first: test_recording(console, answers, microphone, flags))
