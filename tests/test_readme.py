@@ -65,6 +65,28 @@ def test_every_readme_command_is_run_or_has_a_reason_not_to_be():
     assert "./scripts/demo" in run and "voiced doctor" in run
 
 
+def test_each_home_assistant_recipe_is_a_config_voiced_accepts_with_a_microphone_and_wake_word(
+    tmp_path: Path,
+):
+    from voiced.daemon import prepare
+
+    text = (ROOT / "README.md").read_text()
+    ways = text[text.index("## voiced and Home Assistant: three ways") : text.index("# Reference")]
+    recipes = re.findall(r"```toml\n(.*?)```", ways, re.S)
+    assert len(recipes) == 3
+    for number, recipe in enumerate(recipes, 1):
+        path = tmp_path / f"way{number}.toml"
+        path.write_text(recipe)
+        settings, _ = prepare(path)  # every stage and option checked, as `voiced config` does
+        if number == 2:  # the microphones and the wake word are Home Assistant's
+            assert settings.pipeline.source == [] and "wyoming" in settings.pipeline.service
+            assert settings.stage_options("service", "wyoming")["wake"] == ["openwakeword"]
+        else:
+            assert settings.pipeline.source == ["sounddevice"], number
+            assert settings.pipeline.wake == ["openwakeword"], number
+            assert settings.stage_options("wake", "openwakeword")["models"] == ["okay_nabu"]
+
+
 def test_the_readme_stays_short_before_its_reference_part():
     lines = (ROOT / "README.md").read_text().splitlines()
     assert lines.index("# Reference") <= 160
