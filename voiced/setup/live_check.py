@@ -60,9 +60,19 @@ def verdicts(seen: _Events, wake_words: list[str]) -> list[Verdict]:
                 else "no handler answered"),
         Verdict("spoken answer", bool(spoken), "played" if spoken else "not played"),
     ]  # fmt: skip
-    for error in errors:
-        found.append(Verdict("error", False, error))
-    return found
+    return found + service_verdicts(seen, errors)
+
+
+def service_verdicts(seen: _Events, errors: list[str]) -> list[Verdict]:
+    """The home Home Assistant gave (when it did), and every error of the check."""
+    found = []
+    home = seen.first("home")
+    if home is not None:
+        data = home.data
+        found.append(Verdict("home", data.get("source") == "home-assistant",
+                             f"from {data.get('source')}: {data.get('areas')} areas, "
+                             f"{data.get('entities')} entities"))  # fmt: skip
+    return found + [Verdict("error", False, error) for error in errors]
 
 
 async def _listen(config: Path, console: Console, prompt: str, seconds: float) -> _Events:
