@@ -157,14 +157,15 @@ def test_in_a_terminal_a_bad_answer_is_said_and_asked_again():
 # -- the config file --------------------------------------------------------------------------
 
 
-def full_answers(path: Path) -> Answers:
+def full_answers(path: Path, ca: Path) -> Answers:
+    ca.write_text("not read until TLS is used\n")
     return Answers(
         config_path=path, language="de", asr_model="bundled:base",
         microphone="USB Audio Device", speaker="USB Audio Device", wake_words=["hey_jarvis"],
         home_assistant=HomeAssistantAnswer("http://127.0.0.1:8123", "secret-token", "2026.11.0",
                                            12, 87),
         mqtt=MqttAnswer("127.0.0.1", 8883, "voiced", "pass word", tls=True,
-                        ca_file=str(path.parent.parent.parent / "ca.pem")),
+                        ca_file=str(ca)),
         wyoming_uri="tcp://0.0.0.0:10700",
     )  # fmt: skip
 
@@ -173,9 +174,8 @@ def test_the_written_config_is_one_that_voiced_loads_with_every_answer_in_it(tmp
     from voiced.building import configured_stages, validate_options
     from voiced.daemon import prepare
 
-    (tmp_path / "ca.pem").write_text("not read until TLS is used\n")
     path = tmp_path / "etc" / "voiced" / "voiced.toml"  # a fresh machine: no folder yet
-    answers = full_answers(path)
+    answers = full_answers(path, tmp_path / "ca.pem")
     write_config(answers)
     settings, host = prepare(path)
     assert settings.language == "de"
@@ -225,3 +225,25 @@ def test_without_home_assistant_the_config_names_no_home_and_uses_the_embedded_b
     settings, _ = prepare(path)
     assert settings.pipeline.source == [] and settings.pipeline.handler == ["builtin", "responses"]
     assert settings.stage_options("intent", "hassil")["home"] == ""
+
+
+def test_for_the_system_service_the_token_goes_in_its_environment_file_not_a_token_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The system unit runs as a dynamic user that cannot read a root-owned 0600 token file;
+    systemd reads voiced.env (as root) and hands the token over in the environment."""
+    from voiced.daemon import prepare
+
+    env = tmp_path / "voiced.env"
+    env.write_text("VOICED_STAGES__SERVICE__MQTT__PASSWORD=kept\nHOME_ASSISTANT_TOKEN=old\n")
+    answers = full_answers(tmp_path / "voiced.toml", tmp_path / "ca.pem")
+    answers.token_env_file = env
+    write_config(answers)
+    assert env.read_text().splitlines() == ["VOICED_STAGES__SERVICE__MQTT__PASSWORD=kept",
+                                            "HOME_ASSISTANT_TOKEN=secret-token"]  # fmt: skip
+    assert stat.S_IMODE(env.stat().st_mode) == 0o600
+    assert "token_file" not in (tmp_path / "voiced.toml").read_text()
+    assert not (tmp_path / "ha-token").exists()
+    monkeypatch.setenv("HOME_ASSISTANT_TOKEN", "secret-token")
+    settings, _ = prepare(tmp_path / "voiced.toml")
+    assert "home-assistant" in settings.pipeline.service

@@ -46,3 +46,6 @@ class Answers:
     wyoming_uri: str | None = None  # offered to Home Assistant when set
     esphome: bool = False
     site_id: str = "default"
+    token_env_file: Path | None = None
+    """Set for the system service's config: the token goes in this systemd EnvironmentFile
+    (read by systemd as root) instead of a token file the service's own user could not read."""

@@ -23,6 +23,9 @@ Row = tuple[str, Any, str]  # key, value, comment
 Table = tuple[str, str, list[Row]]  # name, comment above it, rows
 
 TOKEN_FILE = "ha-token"
+TOKEN_VARIABLE = "HOME_ASSISTANT_TOKEN"
+SYSTEM_CONFIG = Path("/etc/voiced/voiced.toml")
+"""The system service's config (`voiced install-service`): its token goes in voiced.env."""
 
 
 def toml_value(value: Any) -> str:
@@ -98,7 +101,9 @@ def home_tables(answers: Answers) -> list[Table]:
         return [("stages.intent.hassil", "No Home Assistant: voiced knows the time and timers; "
                  "a home.yaml names your devices (docs/intents.md).",
                  [("home", "", ""), ("sentences", [], "")])]  # fmt: skip
-    token = [("token_file", str(token_path(answers)), "mode 0600; or $HOME_ASSISTANT_TOKEN")]
+    token: list[Row] = [("token_file", str(token_path(answers)), "mode 0600")]
+    if answers.token_env_file is not None:  # the service's own user could not read a file
+        token = []
     connection = [("url", ha.url, "https:// is verified"), *token]
     return [
         ("stages.intent.hassil", f"The home comes from Home Assistant {ha.version} "
@@ -194,7 +199,11 @@ def write_config(answers: Answers) -> list[str]:
         backup = backup_name(path)
         shutil.copy2(path, backup)
         done.append(f"kept the old config as {backup}")
-    if answers.home_assistant is not None:
+    if answers.home_assistant is not None and answers.token_env_file is not None:
+        write_env_token(answers.token_env_file, answers.home_assistant.token)
+        done.append(f"wrote {TOKEN_VARIABLE} to {answers.token_env_file} (mode 0600; "
+                    "systemd reads it for the service)")  # fmt: skip
+    elif answers.home_assistant is not None:
         write_private(token_path(answers), answers.home_assistant.token + "\n", 0o600)
         done.append(f"wrote the Home Assistant token to {token_path(answers)} (mode 0600)")
     write_private(path, render(answers), 0o600 if has_secret(answers) else 0o644)
@@ -202,11 +211,23 @@ def write_config(answers: Answers) -> list[str]:
     return done
 
 
+def write_env_token(path: Path, token: str) -> None:
+    """Set the token in a systemd EnvironmentFile, keeping every other line of it."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        lines = []
+    kept = [line for line in lines if not line.startswith(f"{TOKEN_VARIABLE}=")]
+    write_private(path, "\n".join([*kept, f"{TOKEN_VARIABLE}={token}"]) + "\n", 0o600)
+
+
 @contextmanager
 def scratch_config(answers: Answers) -> Iterator[Path]:
     """The config as it would be written, in a temporary file (the token beside it): what the
     recording test, the test sentence and the live check run with before anything is kept."""
     with tempfile.TemporaryDirectory(prefix="voiced-setup-") as folder:
-        scratch = dataclasses.replace(answers, config_path=Path(folder) / "voiced.toml")
+        scratch = dataclasses.replace(
+            answers, config_path=Path(folder) / "voiced.toml", token_env_file=None
+        )
         write_config(scratch)
         yield scratch.config_path

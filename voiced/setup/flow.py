@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from typing import Any
 
 from voiced.plugins import PluginHost
 from voiced.setup.answers import Answers
-from voiced.setup.config_file import write_config
+from voiced.setup.config_file import SYSTEM_CONFIG, TOKEN_VARIABLE, write_config
 from voiced.setup.console import Console, SetupError
 from voiced.setup.home_assistant import ask_home_assistant
 from voiced.setup.language import ask_language
@@ -27,6 +28,8 @@ def asr_engines() -> list[str]:
 
 def ask_everything(console: Console, host: PluginHost, flags: Any, path: Path) -> Answers:
     answers = Answers(config_path=path, asr_engines=asr_engines())
+    if path == SYSTEM_CONFIG:
+        answers.token_env_file = path.parent / "voiced.env"
     ask_language(console, answers, flags.language)
     ask_sound(console, answers, flags)
     if answers.microphone:
@@ -86,8 +89,19 @@ def run_flow(console: Console, host: PluginHost, flags: Any, path: Path) -> int:
     checked = answers.microphone and console.confirm(
         "Run a live check now?", "--live-check", flags.live_check, True
     )
+    if checked and answers.home_assistant and answers.token_env_file:
+        os.environ[TOKEN_VARIABLE] = answers.home_assistant.token  # as systemd will set it
     if checked and not live_check(path, console, answers.wake_words, flags.live_check_seconds):
         console.say(f"\nSome stages failed above; `voiced --config {path} doctor` says more.")
         return 1
-    console.say(f"\nDone. Start voiced with:  voiced --config {path} run")
+    console.say(f"\nDone. Start voiced with:  {start_command(answers)}")
     return 0
+
+
+def start_command(answers: Answers) -> str:
+    path = answers.config_path
+    if answers.token_env_file is not None:
+        return (f"sudo systemctl enable --now voiced  (once `voiced install-service` wrote the "
+                f"unit; by hand: sudo sh -c 'set -a; . {answers.token_env_file}; exec voiced "
+                f"--config {path} run')")  # fmt: skip
+    return f"voiced --config {path} run"
