@@ -98,6 +98,7 @@ def test_setup_writes_a_config_with_which_a_spoken_command_switches_the_home_ass
     finally:
         setup.stop()
     screen = setup.text
+    print(screen)  # what a person would have seen (pytest -rA shows it)
     assert status == 0, screen
     level = re.search(r"✓ level (-\d+) dBFS", screen)
     assert level and -50 < int(level.group(1)) < -3, screen
