@@ -63,18 +63,18 @@ def keep_config(console: Console, answers: Answers, force: bool | None) -> bool:
 
 
 def offer_service(console: Console, flags: Any, path: Path) -> None:
-    from voiced.service_install import plan_install
+    from voiced.service_install import apply_plan, plan_install
 
     user = path.is_relative_to(Path.home())
+    plan = plan_install(user=user)
+    elsewhere = plan.config_path != path
     if not console.confirm("Install voiced as a service (voiced install-service)?",
                            "--install-service", flags.install_service, False):  # fmt: skip
         command = "voiced install-service" + (" --user" if user else "")
-        console.say(f"  later: {command}   (it keeps {path} when it is the service's config)")
+        console.say(f"  later: {command}" + (f"  (the service reads {plan.config_path})"
+                                             if elsewhere else ""))  # fmt: skip
         return
-    from voiced.service_install import apply_plan
-
-    plan = plan_install(user=user)
-    if plan.config_path != path:
+    if elsewhere:
         console.warn(f"the service reads {plan.config_path}; copy {path} there")
     for written in apply_plan(plan):
         console.ok(f"wrote {written}")

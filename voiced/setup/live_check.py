@@ -11,6 +11,7 @@ from pathlib import Path
 from voiced.events import Event
 from voiced.hookspecs import hookimpl
 from voiced.setup.console import Console
+from voiced.setup.home_assistant import plural
 
 
 class _Events:
@@ -69,9 +70,10 @@ def service_verdicts(seen: _Events, errors: list[str]) -> list[Verdict]:
     home = seen.first("home")
     if home is not None:
         data = home.data
+        areas = plural(int(data.get("areas") or 0), "area")
+        entities = plural(int(data.get("entities") or 0), "entity", "entities")
         found.append(Verdict("home", data.get("source") == "home-assistant",
-                             f"from {data.get('source')}: {data.get('areas')} areas, "
-                             f"{data.get('entities')} entities"))  # fmt: skip
+                             f"from {data.get('source')}: {areas}, {entities}"))  # fmt: skip
     return found + [Verdict("error", False, error) for error in errors]
 
 

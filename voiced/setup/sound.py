@@ -67,6 +67,8 @@ def test_recording(console: Console, answers: Answers, microphone: Device, flags
     if problem:
         raise SetupError(f"{level}: {problem}")
     console.ok(level)
+    if peak > -0.1:
+        console.warn("it reached full scale: loud speech may clip; a lower capture volume is safer")
     if flags.hear:
         with scratch_config(answers) as config:
             engine, text = hearing.transcribe(config, pcm, answers.language)
