@@ -74,6 +74,10 @@ class HomeAssistantHandler:
                 self.name,
                 data={"acted": False, "error": "unreachable", "message": str(exc)},
             )
+        return self._answered(context, intent, answer)
+
+    def _answered(self, context: RunContext, intent: Intent, answer: dict[str, Any]) -> Response:
+        """Home Assistant's intent response as voiced's: done, or refused with a short why."""
         speech = spoken(answer)
         data = answer.get("data") or {}
         success = [t.get("id") for t in data.get("success") or [] if isinstance(t, dict)]
