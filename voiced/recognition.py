@@ -168,6 +168,8 @@ class Decision:
     """The time budget (None: none)."""
     skipped: list[str] = field(default_factory=list)
     """Steps left out because the budget was spent."""
+    home: bool | None = None
+    """Whether a home grammar was there to ask (None: not recorded)."""
 
     def ran(self, name: str, outcome: str, ms: float) -> None:
         """Record a step."""
@@ -184,6 +186,7 @@ class Decision:
             "steps": [s.to_dict() for s in self.steps],
             **({"budget_s": self.budget_s} if self.budget_s is not None else {}),
             **({"skipped": self.skipped} if self.skipped else {}),
+            **({"home": self.home} if self.home is not None else {}),
         }
 
 
