@@ -5,15 +5,18 @@ home grammar is refused with a message that says what is wrong."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from home_stages import home_hassil
+from home_stages import HOME, home_hassil
+from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 from voiced_plugins.intent_hassil.portable import (
     GrammarDataError,
     grammar_data,
     grammar_from_data,
 )
 
+SENTENCES = Path(__file__).parents[1] / "config" / "sentences"
 SAID = [
     "turn on the kitchen lights",
     "torque on the kitchen lights",
@@ -76,3 +79,12 @@ def test_the_data_has_the_homes_names_but_not_its_states(original):
 def test_data_that_is_no_home_grammar_is_refused(data, reason):
     with pytest.raises(GrammarDataError, match=reason):
         grammar_from_data(data)
+
+
+def test_custom_sentences_travel_marked_as_custom():
+    original = HassilIntent(HassilOptions(home=str(HOME), sentences=[str(SENTENCES)]))
+    original.load()
+    carried = grammar_from_data(json.loads(json.dumps(grammar_data(original), default=str)))
+    for text in ("good night in the kitchen", "lights out in the bedroom"):
+        assert original.is_command(text) and carried.is_command(text), text
+        assert carried.recognize(text).data["custom"] is True
