@@ -10,11 +10,12 @@ engine answered instead, or nobody) and doubled (two results for one job), the m
 at once and the most being transcribed at once (from the workers' claims and results), and
 the cost model's prediction for this machine's cores beside the measured figure.
 
-The cost model (``shared_cores_burst``): each utterance, measured in-process first, is ``c1``
-s of one core's work (the engine on one thread); alone on the machine the engine does it in
-``c`` s (its threads: speed-up ``s = c1 / c``, at most the cores ``K``). Jobs go round the
-workers; each worker does one at a time; ``m`` jobs in progress at once each run at ``min(s,
-K / m)`` cores. The local engine is one worker. The model gets the same bursts as the rows.
+The cost model: each utterance, measured in-process first, is ``c1`` s of one core's work
+(the engine on one thread); alone, the engine does it in ``c`` s (its threads: speed-up ``s =
+c1 / c``, between 1 and the cores ``K``). The local engine interleaves the rooms' utterances
+(``interleaved_burst``: they share its speed equally). Workers (``shared_cores_burst``) take
+their jobs one at a time, round the workers; ``m`` jobs in progress at once each run at
+``min(s, K / m)`` cores. The model gets the same bursts as the rows.
 
     python -m benchmarks.pool_rooms [--rooms 4] [--rounds 5] [--workers 0,1,2,3] [--kill 3]
 """
@@ -37,14 +38,14 @@ from benchmarks.pool import PASSWORD, USER, Broker, start_workers
 
 
 def shared_cores_burst(jobs: list[tuple[float, float]], workers: int, cores: int) -> list[float]:
-    """Finish times (s) of ``jobs`` (each ``(c, c1)``) arriving at once on ``workers`` workers
-    that share ``cores`` cores (see the module's docstring)."""
+    """Finish times (s) of ``jobs`` (each ``(c, c1)``) arriving at once on ``workers`` worker
+    processes that share ``cores`` cores: each worker takes its jobs one at a time (round the
+    workers, in order); ``m`` jobs in progress at once each run at ``min(s, K / m)`` cores."""
     queues = [list(range(w, len(jobs), workers)) for w in range(workers)]
     left = {w: jobs[q[0]][1] for w, q in enumerate(queues) if q}  # worker -> core-seconds
     now, done = 0.0, []
     while left:
-        speed = {w: min(jobs[queues[w][0]][1] / jobs[queues[w][0]][0], cores / len(left),
-                        cores) for w in left}  # fmt: skip
+        speed = {w: min(speedup(jobs[queues[w][0]], cores), cores / len(left)) for w in left}
         step = min(left[w] / speed[w] for w in left)
         now += step
         for w in list(left):
@@ -58,11 +59,44 @@ def shared_cores_burst(jobs: list[tuple[float, float]], workers: int, cores: int
     return sorted(done)
 
 
+def interleaved_burst(jobs: list[tuple[float, float]], cores: int) -> list[float]:
+    """Finish times (s) of ``jobs`` arriving at once on one in-process engine: its calls
+    interleave (the recognizer's many small model calls take turns), so the jobs share the
+    engine's speed ``s`` equally (processor sharing)."""
+    left = {j: c1 for j, (_, c1) in enumerate(jobs)}
+    now, done = 0.0, []
+    while left:
+        speed = {j: min(speedup(jobs[j], cores), cores) / len(left) for j in left}
+        step = min(left[j] / speed[j] for j in left)
+        now += step
+        for j in list(left):
+            left[j] -= step * speed[j]
+            if left[j] <= 1e-9:
+                done.append(now)
+                del left[j]
+    return sorted(done)
+
+
+def speedup(job: tuple[float, float], cores: int) -> float:
+    """The engine's threads' speed-up on ``job``: ``c1 / c``, between 1 and the cores."""
+    c, c1 = job
+    return max(1.0, min(c1 / c, float(cores)))
+
+
 def predicted(
     batches: list[list[tuple[float, float]]], workers: int, cores: int
 ) -> dict[str, float]:
-    """The model's median and p90 over the bursts, as the measured rows are summed."""
-    finish = [t for batch in batches for t in shared_cores_burst(batch, max(1, workers), cores)]
+    """The model's median and p90 over the bursts, as the measured rows are summed (``workers``
+    0: the local engine)."""
+    finish = [
+        t
+        for batch in batches
+        for t in (
+            shared_cores_burst(batch, workers, cores)
+            if workers
+            else interleaved_burst(batch, cores)
+        )
+    ]
     summary = stats(finish)
     return {"median": summary["median"], "p90": summary["p90"] or summary["max"]}
 
@@ -200,6 +234,109 @@ def wait_ready(front: Any, chain: Any, workers: int, utterance: bytes) -> None:
         time.sleep(0.5)
 
 
+def in_process_costs(utterances: list[bytes], app: Any, local: Any) -> list[tuple[float, float]]:
+    """Each utterance's ``(c, c1)``: in-process with the engine's threads, and on one thread
+    (the better of two tries each)."""
+    from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
+
+    single = WhisperCt2Asr(WhisperCt2Options(cpu_threads=1), app)
+    single.load()
+    tries: list[list[list[float]]] = [[[], []] for _ in utterances]
+    for _ in range(2):
+        for index, audio in enumerate(utterances):
+            for key, engine in enumerate((local, single)):
+                started = time.perf_counter()
+                engine.transcribe(audio)
+                tries[index][key].append(time.perf_counter() - started)
+    single.close()
+    return [(min(c), min(c1)) for c, c1 in tries]
+
+
+class Report:
+    """The section's rows: each level measured beside the model's prediction."""
+
+    def __init__(self, rooms: int, jobs: list[list[tuple[float, float]]], cores: int) -> None:
+        self.rooms, self.jobs, self.cores = rooms, jobs, cores
+        self.section = Section("pool-rooms")
+        self.levels: list[dict[str, Any]] = []
+        self.local_median: float | None = None
+
+    def add(self, label: str, w: int, measured: dict[str, Any], extra: dict[str, Any]) -> None:
+        summary = stats(measured["latency_s"])
+        self.local_median = self.local_median or summary["median"]
+        model = predicted(self.jobs, w, self.cores)
+        local_model = predicted(self.jobs, 0, self.cores)["median"]
+        pool_missed = sum(n for e, n in measured["by_engine"].items() if e != "mqtt-pool")
+        lost = measured["failed"] + (pool_missed if w else 0)
+        note = (
+            f"model {model['median'] * 1000:.0f}/{model['p90'] * 1000:.0f} ms "
+            f"({model['median'] / local_model:.2f}x local); lost {lost}, doubled "
+            f"{extra.get('doubled', 0)}, sent at once {extra.get('max_in_flight', '-')}, "
+            f"worked at once {extra.get('worked_at_once', '-')}"
+        )
+        what = f"{label}: {self.rooms} rooms at once, end of speech -> transcript"
+        peer = f"{summary['median'] / self.local_median:.2f}x local"
+        self.section.rows.append(Row.of("pool-rooms", what, "ms", summary, peer=peer, note=note))
+        self.levels.append(
+            {"label": label, "workers": w, "model": model, "lost": lost, **measured, **extra}
+        )
+        print(f"  {label}: median {summary['median']:.3f} s; {note}", file=sys.stderr)
+
+
+def pool_level(
+    folder: Path, broker: Broker, replies: Replies, setup: dict[str, Any], w: int, kill: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One pool row: ``w`` workers started, ready, the rounds measured (``kill``: one worker
+    SIGKILLed at the second round's first claim)."""
+    procs = start_workers(folder, broker, w)
+    front, chain = pool_chain(broker, setup["app"], setup["local"], w)
+    utterances, rooms, rounds = setup["utterances"], setup["rooms"], setup["rounds"]
+
+    def killer() -> None:
+        since, deadline = time.monotonic(), time.monotonic() + 30
+        while (victim := replies.first_claim(since)) is None:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
+        procs[int(victim.removeprefix("bench"))].kill()
+
+    try:
+        wait_ready(front, chain, w, utterances[0])
+        front.stats.max_in_flight = 0
+        replies.clear()
+        measured = measure(
+            chain, utterances, rooms, rounds, f"w{w}-{kill}", killer if kill else None
+        )
+        time.sleep(1.0)  # late duplicates arrive
+        stats_now = front.stats
+        return measured, {
+            **replies.counts(),
+            "max_in_flight": stats_now.max_in_flight,
+            "duplicates_dropped": stats_now.duplicates_dropped,
+            "resent": stats_now.resent,
+        }
+    finally:
+        front.close()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(30)
+
+
+def pool_rows(report: Report, setup: dict[str, Any], levels: list[tuple[int, bool]]) -> None:
+    """The pool's rows, on one broker: (workers, whether one is killed) per row."""
+    with tempfile.TemporaryDirectory(prefix="voiced-rooms-") as tmp:
+        broker = Broker(Path(tmp))
+        replies = Replies(broker.port)
+        try:
+            for w, killing in levels:
+                label = f"{w} workers" + (", one killed mid-load" if killing else "")
+                report.add(label, w, *pool_level(Path(tmp), broker, replies, setup, w, killing))
+        finally:
+            replies.close()
+            broker.stop()
+
+
 def run(rooms: int, rounds: int, workers: list[int], kill: int | None) -> Section:
     ensure_importable()
     from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
@@ -213,119 +350,39 @@ def run(rooms: int, rounds: int, workers: list[int], kill: int | None) -> Sectio
     manifest = testset.build(testset.DEFAULT_DIR)
     items = [i for i in manifest["items"] if i.get("intent")][: rooms * 3]
     utterances = [read_pipeline_audio(testset.DEFAULT_DIR / i["file"]) for i in items]
-    home = testset.ROOT / "config" / "home.yaml"
-    hassil = HassilIntent(HassilOptions(home=str(home), sentences=[]))
+    hassil = HassilIntent(HassilOptions(home=str(testset.ROOT / "config" / "home.yaml"),
+                                        sentences=[]))  # fmt: skip
     hassil.load()
     app = App(hassil)
     local = WhisperCt2Asr(WhisperCt2Options(), app)
     local.load()
-    single = WhisperCt2Asr(WhisperCt2Options(cpu_threads=1), app)
-    single.load()
-    cost: dict[str, list[list[float]]] = {
-        "c": [[] for _ in utterances],
-        "c1": [[] for _ in utterances],
-    }
-    for _ in range(2):
-        for index, audio in enumerate(utterances):
-            for key, engine in (("c", local), ("c1", single)):
-                started = time.perf_counter()
-                engine.transcribe(audio)
-                cost[key][index].append(time.perf_counter() - started)
-    single.close()
-    each = [(min(a), min(b)) for a, b in zip(cost["c"], cost["c1"], strict=True)]
-    jobs = [[each[i] for i in said] for said in batches(len(utterances), rooms, rounds)]
-    c = stats([a for a, _ in each])["median"]
-    c1 = stats([b for _, b in each])["median"]
+    each = in_process_costs(utterances, app, local)
     cores = os.cpu_count() or 1
-    section = Section("pool-rooms")
-    section.rows.append(Row.of("pool-rooms", "one utterance alone, in-process (c)", "ms",
-                               stats([a for a, _ in each])))  # fmt: skip
-    section.rows.append(Row.of("pool-rooms", "the same on one thread (c1)", "ms",
-                               stats([b for _, b in each])))  # fmt: skip
-    results: dict[str, Any] = {"cost_s": each, "cores": cores, "levels": []}
-    local_median = None
-
-    def add(label: str, w: int, measured: dict[str, Any], extra: dict[str, Any]) -> None:
-        nonlocal local_median
-        summary = stats(measured["latency_s"])
-        local_median = local_median or summary["median"]
-        model = predicted(jobs, w, cores)
-        local_model = predicted(jobs, 1, cores)["median"]
-        lost = measured["failed"] + (
-            sum(n for e, n in measured["by_engine"].items() if e != "mqtt-pool") if w else 0
+    report = Report(rooms, [[each[i] for i in b] for b in batches(len(each), rooms, rounds)], cores)
+    for index, what in enumerate(
+        ("one utterance alone, in-process (c)", "the same on one thread (c1)")
+    ):
+        report.section.rows.append(
+            Row.of("pool-rooms", what, "ms", stats([e[index] for e in each]))
         )
-        note = (
-            f"model {model['median'] * 1000:.0f}/{model['p90'] * 1000:.0f} ms "
-            f"({model['median'] / local_model:.2f}x local); lost {lost}, doubled "
-            f"{extra.get('doubled', 0)}, sent at once {extra.get('max_in_flight', '-')}, "
-            f"worked at once {extra.get('worked_at_once', '-')}"
-        )
-        section.rows.append(
-            Row.of("pool-rooms", f"{label}: {rooms} rooms at once, end of speech -> transcript",
-                   "ms", summary, peer=f"{summary['median'] / local_median:.2f}x local",
-                   note=note)
-        )  # fmt: skip
-        results["levels"].append({"label": label, "workers": w, "model": model, "lost": lost,
-                                  **measured, **extra})  # fmt: skip
-        print(f"  {label}: median {summary['median']:.3f} s; {note}", file=sys.stderr)
-
     local_chain = EngineChain("asr", [("whisper-ctranslate2", local)], lambda e: None)
     local_chain.loaded = list(local_chain.engines)
-    add("0 workers (local)", 0, measure(local_chain, utterances, rooms, rounds, "local"), {})
-    levels = [w for w in workers if w > 0] + ([kill] if kill else [])
-    with tempfile.TemporaryDirectory(prefix="voiced-rooms-") as tmp:
-        folder = Path(tmp)
-        broker = Broker(folder)
-        replies = Replies(broker.port)
-        try:
-            for index, w in enumerate(levels):
-                killing = kill is not None and index == len(levels) - 1
-                procs = start_workers(folder, broker, w)
-                front, chain = pool_chain(broker, app, local, w)
-                try:
-                    wait_ready(front, chain, w, utterances[0])
-                    front.stats.max_in_flight = 0
-                    replies.clear()
-
-                    def killer(procs: list[Any] = procs) -> None:
-                        """SIGKILL the worker that claims the round's first job."""
-                        since, deadline = time.monotonic(), time.monotonic() + 30
-                        while (victim := replies.first_claim(since)) is None:
-                            if time.monotonic() > deadline:
-                                return
-                            time.sleep(0.01)
-                        procs[int(victim.removeprefix("bench"))].kill()
-
-                    label = f"{w} workers" + (", one killed mid-load" if killing else "")
-                    measured = measure(chain, utterances, rooms, rounds, f"w{w}-{index}",
-                                       killer if killing else None)  # fmt: skip
-                    time.sleep(1.0)  # late duplicates arrive
-                    add(label, w, measured, {
-                        **replies.counts(),
-                        "max_in_flight": front.stats.max_in_flight,
-                        "duplicates_dropped": front.stats.duplicates_dropped,
-                        "resent": front.stats.resent,
-                    })  # fmt: skip
-                finally:
-                    front.close()
-                    for proc in procs:
-                        proc.terminate()
-                    for proc in procs:
-                        proc.wait(30)
-        finally:
-            replies.close()
-            broker.stop()
+    report.add("0 workers (local)", 0, measure(local_chain, utterances, rooms, rounds, "local"), {})
+    setup = {"app": app, "local": local, "utterances": utterances, "rooms": rooms, "rounds": rounds}
+    levels = [(w, False) for w in workers if w > 0] + ([(kill, True)] if kill else [])
+    pool_rows(report, setup, levels)
     local.close()
     with open("/proc/loadavg") as f:
         load = f.read().split()[:3]
-    results["loadavg"] = load
-    section.results = results
-    section.notes.append(
-        f"{rooms} rooms x {rounds} rounds per row; c = {c * 1000:.0f} ms, c1 = {c1 * 1000:.0f} ms "
-        f"(speed-up {c1 / c:.2f} on {cores} cores); load average after: {' '.join(load)}; "
+    c, c1 = stats([e[0] for e in each])["median"], stats([e[1] for e in each])["median"]
+    report.section.results = {"cost_s": each, "cores": cores, "levels": report.levels,
+                              "loadavg": load}  # fmt: skip
+    report.section.notes.append(
+        f"{rooms} rooms x {rounds} rounds per row; median c = {c * 1000:.0f} ms, c1 = "
+        f"{c1 * 1000:.0f} ms on {cores} cores; load average after: {' '.join(load)}; "
         "workers, front end and broker share this machine's cores"
     )
-    return section
+    return report.section
 
 
 def main(argv: list[str] | None = None) -> int:
