@@ -78,8 +78,9 @@ class PoolStats:
 
 def recognized_with(data: dict[str, Any]) -> dict[str, Any]:
     """What a worker's reply says of how it recognized: the home it used (``home``: grammar
-    digest and status), its recognizer's ``decision``, and, without the home, which steps
-    it skipped and why (``without_home``)."""
+    digest and status; ``previous …``: the front end's home before its last change, while
+    the new one was being built), its recognizer's ``decision``, and, without a home, which
+    steps it skipped and why (``without_home``)."""
     home = data.get("home")
     if not isinstance(home, dict) or not isinstance(home.get("status"), str):
         home = {"status": "not said (an older worker)"}
@@ -89,7 +90,7 @@ def recognized_with(data: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"home": home}
     if isinstance(data.get("decision"), dict):
         out["decision"] = data["decision"]
-    if home["status"] != "used":
+    if home["status"] != "used" and not home["status"].startswith("previous "):
         out["without_home"] = without_home(f"the worker had no home grammar: {home['status']}")
     return out
 

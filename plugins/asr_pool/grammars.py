@@ -23,6 +23,7 @@ from .wire import GRAMMAR_EXPANSION, BadMessage, GrammarMessage
 log = logging.getLogger(__name__)
 
 FAILURES_KEPT = 32  # digests whose grammar could not be built, remembered (bounded)
+SOURCES_KEPT = 64  # grammar topics (front end, language) whose latest built digest is known
 WAITING = 4  # grammar messages waiting to be built; more are dropped (logged)
 
 
@@ -57,7 +58,8 @@ class WorkerGrammars:
         self._built: OrderedDict[str, Any] = OrderedDict()
         self._building: set[str] = set()
         self._failed: OrderedDict[str, str] = OrderedDict()
-        self._waiting: queue.Queue[GrammarMessage] = queue.Queue(WAITING)
+        self._latest: OrderedDict[str, str] = OrderedDict()  # topic -> its latest built digest
+        self._waiting: queue.Queue[tuple[str, GrammarMessage]] = queue.Queue(WAITING)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
@@ -83,35 +85,40 @@ class WorkerGrammars:
             self._building.add(message.digest)
             self._failed.pop(message.digest, None)
         try:
-            self._waiting.put_nowait(message)
+            self._waiting.put_nowait((topic, message))
         except queue.Full:
             with self._lock:
                 self._building.discard(message.digest)
             log.warning("worker: %d home grammars wait to be built; %s dropped", WAITING, topic)
 
-    def lookup(self, digest: str | None) -> tuple[Any, str]:
-        """The home grammar of ``digest`` and what became of it: ``used``, or (None and)
-        ``none`` (the job names none), ``building``, ``unknown`` or ``refused: <why>``."""
+    def lookup(self, digest: str | None, source: str = "") -> tuple[Any, str]:
+        """The home grammar of ``digest`` and what became of it: ``used``; or, while it is not
+        built, the latest one built from the same ``source`` topic (the front end's home
+        before its last change: ``previous <digest>: <why>``); or None and ``none`` (the job
+        names none), ``building``, ``unknown`` or ``refused: <why>``."""
         if digest is None:
             return None, "none"
         with self._lock:
             if digest in self._built:
                 self._built.move_to_end(digest)
                 return self._built[digest], "used"
-            if digest in self._building:
-                return None, "building"
             why = self._failed.get(digest)
-        return None, "unknown" if why is None else f"refused: {why}"
+            status = "building" if digest in self._building else "unknown"
+            status = status if why is None else f"refused: {why}"
+            previous = self._latest.get(source)
+            if previous in self._built:
+                return self._built[previous], f"previous {previous[:12]}: {status}"
+        return None, status
 
     def _build_until(self, stop: threading.Event) -> None:
         while not stop.is_set():
             try:
-                message = self._waiting.get(timeout=0.2)
+                topic, message = self._waiting.get(timeout=0.2)
             except queue.Empty:
                 continue
-            self._build(message)
+            self._build(topic, message)
 
-    def _build(self, message: GrammarMessage) -> None:
+    def _build(self, topic: str, message: GrammarMessage) -> None:
         from voiced_plugins.intent_hassil.portable import grammar_from_data
 
         started = time.monotonic()
@@ -133,6 +140,10 @@ class WorkerGrammars:
             self._built[message.digest] = grammar
             while len(self._built) > self.kept:
                 self._built.popitem(last=False)
+            self._latest[topic] = message.digest
+            self._latest.move_to_end(topic)
+            while len(self._latest) > SOURCES_KEPT:
+                self._latest.popitem(last=False)
         log.info(
             "worker: home grammar %s (%s) ready in %.1f s",
             message.digest[:12],

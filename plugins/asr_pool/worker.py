@@ -181,10 +181,11 @@ class PoolWorker:
 
     def _transcribe(self, job: Job) -> Reply:
         started = time.monotonic()
-        home, status = self.grammars.lookup(job.grammar) if self.app else (None, "none")
-        if job.grammar is not None and home is None:
+        source = self.topics.grammar(job.front, job.language or "")
+        home, status = self.grammars.lookup(job.grammar, source) if self.app else (None, "none")
+        if job.grammar is not None and status != "used":
             log.info(
-                "worker %s: job %s without the home (grammar %s: %s)",
+                "worker %s: job %s not with its home (grammar %s: %s)",
                 self.worker_id,
                 job.id[:12],
                 job.grammar[:12],
