@@ -289,8 +289,12 @@ class Run:
             draft = getattr(engine, "draft", None)  # an engine's quick reading, if it has one
             if draft is not None:
                 return name, draft(audio, language)
-            # No run id: an engine fallback here is the daemon's fact, not this run's.
-            return asr.call("transcribe", audio, language, site_id=self.site_id)
+            # Keyed by the run (a pool job of this utterance is this run's, asked once), but
+            # an engine fallback here is the daemon's fact, not this run's: no run in events.
+            run_id = self.context.run_id
+            return asr.call(
+                "transcribe", audio, language, run_id=run_id, site_id=self.site_id, draft=True
+            )
 
         engine, transcript = await self.services.in_thread(transcribe, timeout=timeout, stage="asr")
         asr_seconds = time.monotonic() - started

@@ -78,11 +78,12 @@ class Vad(Stage, Protocol):
 class StageCall:
     """Which run a chain call serves. An engine method that declares a keyword ``call``
     (``def transcribe(self, audio, language=None, *, call: StageCall | None = None)``) is
-    given one; others are called as before. ``run_id`` is None outside a run (a speculative
-    reading during a pause, ``voiced transcribe``)."""
+    given one; others are called as before. ``run_id`` is None outside a run (``voiced
+    transcribe``); ``draft``: a speculative reading during a pause, of the run ``run_id``."""
 
     run_id: str | None = None
     site_id: str = "default"
+    draft: bool = False
 
 
 class AsrStream(Protocol):
