@@ -12,14 +12,14 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from voiced import events as ev
 from voiced.arbiter import WakeArbiter
 from voiced.asr_queue import UtteranceQueue
-from voiced.audio import PCM_BYTES_PER_SECOND, AudioFormat
+from voiced.audio import PCM_BYTES_PER_SECOND, AudioChunk, AudioFormat
 from voiced.building import make_stage
 from voiced.chain import ChainError, EngineChain
 from voiced.config import Settings
@@ -161,6 +161,53 @@ class Pipeline:
             run = self.start_run(site_id, "say", phase=Phase.SPEAKING)
             task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
             await asyncio.shield(task)
+
+    async def play(self, audio: list[AudioChunk], site_id: str, reason: str = "play") -> bool:
+        """Play audio made elsewhere (an announcement) at a site, as a run of its own; True
+        once played, False when it was cancelled (barge-in, cancel) or failed."""
+        run = self.start_run(site_id, reason, phase=Phase.SPEAKING)
+        task = run.answer_in(self._spawn(self._play_run(run, audio)))
+        try:
+            return bool(await asyncio.shield(task))
+        except asyncio.CancelledError:
+            if task.cancelled():
+                return False
+            raise
+
+    async def _play_run(self, run: Run, audio: list[AudioChunk]) -> bool:
+        sinks = self._sinks_of(run.site_id)
+        players = [sink.play(_replay(audio), run.run_id, run.site_id) for sink in sinks]
+        try:
+            await asyncio.gather(*players)
+        except asyncio.CancelledError:
+            run.end("cancelled")
+            raise
+        except Exception as exc:
+            log.warning("[%s] playing failed: %s", run.site_id, exc)
+            self.emit(error_event("sink", str(exc), run.run_id, run.site_id))
+            run.end("error")
+            return False
+        self.emit(ev.PlaybackEnd(len(sinks)).event(run.run_id, run.site_id))
+        run.end("done")
+        return True
+
+    def lend_audio(self, site_id: str, listener: Callable[[AudioChunk], None] | None) -> bool:
+        """Hand a site's microphone audio to ``listener`` instead of its own wake and VAD
+        (None gives it back); False when the site has no audio of its own."""
+        site = self.sites.get(site_id)
+        if site is None:
+            return False
+        site.lend(listener)
+        return True
+
+    def set_wake_words(self, site_id: str, words: set[str] | None) -> bool:
+        """Act only on these wake words at a site (None: on every one its wake stages hear);
+        False when the site has no audio of its own."""
+        site = self.sites.get(site_id)
+        if site is None:
+            return False
+        site.wake_words = words
+        return True
 
     def knows_site(self, site_id: str) -> bool:
         """The daemon's own site, a site with audio (a source, a satellite), or one that had
@@ -864,6 +911,11 @@ class Pipeline:
         if site_id not in self.sites:
             raise KeyError(f"no site {site_id!r}; sites: {', '.join(self.sites) or 'none'}")
         return self.sites[site_id]
+
+
+async def _replay(audio: list[AudioChunk]) -> AsyncIterator[AudioChunk]:
+    for chunk in audio:
+        yield chunk
 
 
 def _close_all(stages: list[Any]) -> None:
