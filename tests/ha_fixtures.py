@@ -144,6 +144,7 @@ homeassistant:
   latitude: 0
   longitude: 0
   elevation: 0
+  internal_url: http://127.0.0.1:{port}
 http:
   server_host: 127.0.0.1
   server_port: {port}
