@@ -17,7 +17,9 @@ class DeviceOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     site_id: str = Field(description="the voiced site (room) this device is")
-    port: int = Field(ge=1, le=65535, description="the device's API port (ESPHome's is 6053)")
+    port: int = Field(
+        ge=0, le=65535, description="the device's API port (ESPHome's is 6053; 0: any free one)"
+    )
     name: str | None = Field(
         None, description="the ESPHome node name (lowercase, digits, -); default voiced-<site>"
     )
