@@ -1,0 +1,244 @@
+"""The esphome service: its options, its framing, and a real daemon's device driven by Home
+Assistant's own ESPHome client library (aioesphomeapi) on 127.0.0.1.
+
+The real Home Assistant checks are in tests/test_esphome_real.py; hostile clients in
+tests/test_abuse_esphome.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import io
+import threading
+import wave
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from aioesphomeapi import APIClient, MediaPlayerCommand, MediaPlayerEntityState, SwitchState
+from aioesphomeapi import api_pb2 as api
+from pipeline_helpers import overrides, started_pipeline
+from pydantic import ValidationError
+from voiced_plugins.esphome.frames import FrameError, FrameReader, encode
+from voiced_plugins.esphome.options import DeviceOptions, EsphomeOptions
+
+from voiced import events as ev
+from voiced.pipeline import Pipeline
+
+TONE_SECONDS = 1.0
+
+
+# -- options and framing (fast) ------------------------------------------------------------
+
+
+def test_a_plaintext_device_beyond_loopback_needs_to_be_asked_for() -> None:
+    device = {"site_id": "kitchen", "port": 6053}
+    with pytest.raises(ValidationError, match="not loopback"):
+        EsphomeOptions(host="0.0.0.0", devices=[device])
+    assert EsphomeOptions(host="0.0.0.0", devices=[device], allow_plaintext_network=True)
+    assert EsphomeOptions(host="::1", devices=[device])
+
+
+def test_each_site_is_one_device_on_a_port_of_its_own() -> None:
+    with pytest.raises(ValidationError, match="port of its own"):
+        EsphomeOptions(devices=[{"site_id": "a", "port": 6053}, {"site_id": "b", "port": 6053}])
+    with pytest.raises(ValidationError, match="one device only"):
+        EsphomeOptions(devices=[{"site_id": "a", "port": 6053}, {"site_id": "a", "port": 6054}])
+
+
+def test_a_device_keeps_its_name_and_mac_across_restarts() -> None:
+    device = DeviceOptions(site_id="Living Room", port=6053)
+    assert device.node_name() == "voiced-living-room"
+    mac = device.mac_address()
+    assert mac == DeviceOptions(site_id="Living Room", port=7000).mac_address()
+    first = int(mac.split(":")[0], 16)
+    assert first & 0x02 and not first & 0x01  # locally administered, unicast
+    assert mac != DeviceOptions(site_id="kitchen", port=6053).mac_address()
+
+
+async def read_all(data: bytes, max_bytes: int = 1024) -> list[object]:
+    reader = asyncio.StreamReader()
+    reader.feed_data(data)
+    reader.feed_eof()
+    frames = FrameReader(reader, max_bytes, read_seconds=1.0)
+    messages = []
+    while (message := await frames.read()) is not None:
+        messages.append(message)
+    return messages
+
+
+async def test_frames_read_back_what_was_written() -> None:
+    sent = [api.HelloRequest(client_info="test"), api.PingRequest(),
+            api.VoiceAssistantAudio(data=b"\x01\x02" * 300)]  # fmt: skip
+    assert await read_all(b"".join(encode(m) for m in sent)) == sent
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"\x01\x00\x00", "noise encryption"),
+        (b"\x17\x00\x00", "not an ESPHome API frame"),
+        (b"\x00\x81\x10\x01", "over the cap"),
+        (b"\x00\x80\x80\x80\x80\x80\x01", "longer than 5 bytes"),
+        (b"\x00\x00\xe7\x07", "unknown message type 999"),
+        (b"\x00\x02\x01\xff\xff", "does not decode"),
+    ],
+)
+async def test_a_bad_frame_is_refused_with_its_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(FrameError, match=reason):
+        await read_all(data)
+
+
+# -- a real daemon's device, with Home Assistant's client library ------------------------------
+
+
+def tone_wav() -> bytes:
+    """One second of a 440 Hz tone at 22.05 kHz, as Home Assistant's TTS might send it."""
+    import numpy as np
+
+    rate = 22050
+    t = np.arange(int(rate * TONE_SECONDS)) / rate
+    pcm = (np.sin(2 * np.pi * 440 * t) * 16000).astype("<i2").tobytes()
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(rate)
+        wav.writeframes(pcm)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def media_server() -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 serving /tone.wav (what Home Assistant's media URLs are)."""
+    body = tone_wav()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path != "/tone.wav":
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "audio/wav")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def daemon(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pipeline]:
+    answers = tmp_path_factory.mktemp("answers")
+    config = overrides(
+        pipeline={"source": [], "sink": ["wav"], "service": ["esphome"]},
+        stages={"sink": {"wav": {"path": str(answers)}},
+                "service": {"esphome": {"devices": [{"site_id": "default", "port": 0}]}}},
+    )  # fmt: skip
+    async with started_pipeline(config) as pipeline:
+        pipeline.answers = answers  # type: ignore[attr-defined]
+        yield pipeline
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(daemon: Pipeline) -> AsyncIterator[APIClient]:
+    device = daemon.stage("service", "esphome").devices["default"]
+    client = APIClient(*device.address, None)
+    await client.connect(login=True)
+    yield client
+    await client.disconnect()
+
+
+def played(daemon: Pipeline) -> list[Path]:
+    return sorted(daemon.answers.glob("*.wav"))  # type: ignore[attr-defined]
+
+
+async def new_files(daemon: Pipeline, before: list[Path], timeout: float = 10) -> list[Path]:
+    for _ in range(int(timeout * 10)):
+        new = [p for p in played(daemon) if p not in before]
+        if new:
+            await asyncio.sleep(0.2)  # written in full
+            return new
+        await asyncio.sleep(0.1)
+    return []
+
+
+def seconds_of(path: Path) -> float:
+    with wave.open(str(path)) as wav:
+        return wav.getnframes() / wav.getframerate()
+
+
+def peak_of(path: Path) -> int:
+    import numpy as np
+
+    with wave.open(str(path)) as wav:
+        return int(np.abs(np.frombuffer(wav.readframes(wav.getnframes()), "<i2")).max())
+
+
+pytestmark_daemon = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_an_announcement_plays_at_the_site_and_is_reported_finished(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    before = played(daemon)
+    finished = await client.send_voice_assistant_announcement_await_response(
+        f"{media_server}/tone.wav", 30, "a tone"
+    )
+    assert finished.success
+    new = [p for p in played(daemon) if p not in before]
+    assert len(new) == 1 and seconds_of(new[0]) == pytest.approx(TONE_SECONDS, abs=0.05)
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_media_that_cannot_be_fetched_is_reported_unplayed(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    finished = await client.send_voice_assistant_announcement_await_response(
+        f"{media_server}/missing.wav", 30, "nothing"
+    )
+    assert not finished.success
+    errors = [e for e in daemon.recorder.of("esphome") if e.data["event"] == "error"]
+    assert "404" in errors[-1].data["message"]
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_the_volume_scales_what_the_media_player_plays(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    states: list[object] = []
+    client.subscribe_states(states.append)
+    client.media_player_command(1, volume=0.25)
+    await asyncio.sleep(0.2)
+    assert [s.volume for s in states if isinstance(s, MediaPlayerEntityState)][-1] == 0.25
+    before = played(daemon)
+    client.media_player_command(1, media_url=f"{media_server}/tone.wav")
+    new = await new_files(daemon, before)
+    assert new and 3500 < peak_of(new[0]) < 4500  # a quarter of the tone's 16000
+    client.media_player_command(1, volume=1.0, command=MediaPlayerCommand.STOP)
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_voiceds_own_mute_shows_on_the_switch(daemon: Pipeline, client: APIClient) -> None:
+    states: list[object] = []
+    client.subscribe_states(states.append)
+    daemon.emit(ev.Muted(True, "mqtt").event(None, "default"))  # voiced muted another way
+    await asyncio.sleep(0.2)
+    assert [s.state for s in states if isinstance(s, SwitchState)][-1] is True
+    daemon.emit(ev.Muted(False, "mqtt").event(None, "default"))
+    await asyncio.sleep(0.2)
+    assert [s.state for s in states if isinstance(s, SwitchState)][-1] is False
