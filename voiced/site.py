@@ -119,6 +119,10 @@ class Site(SiteRuns):
         if self.lent_to is not None:
             self.lent_to(chunk)
             return
+        await self._hear(chunk)
+
+    async def _hear(self, chunk: AudioChunk) -> None:
+        """This site's own wake word, VAD and utterances on a chunk of its audio."""
         speech_barge_in = bool(self.speaking) and self.conversation.barge_in == "speech"
         if self.wakes:
             detection = self._detect(chunk)
