@@ -142,7 +142,8 @@ async def daemon(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pipe
     config = overrides(
         pipeline={"source": [], "sink": ["wav"], "service": ["esphome"]},
         stages={"sink": {"wav": {"path": str(answers)}},
-                "service": {"esphome": {"devices": [{"site_id": "default", "port": 0}]}}},
+                "service": {"esphome": {"devices": [{"site_id": "default", "port": 0},
+                                                    {"site_id": "porch", "port": 0}]}}},
     )  # fmt: skip
     async with started_pipeline(config) as pipeline:
         pipeline.answers = answers  # type: ignore[attr-defined]
@@ -242,3 +243,24 @@ async def test_voiceds_own_mute_shows_on_the_switch(daemon: Pipeline, client: AP
     daemon.emit(ev.Muted(False, "mqtt").event(None, "default"))
     await asyncio.sleep(0.2)
     assert [s.state for s in states if isinstance(s, SwitchState)][-1] is False
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_a_satellite_not_connected_does_not_announce_in_another_room(
+    daemon: Pipeline, media_server: str
+) -> None:
+    porch = daemon.stage("service", "esphome").devices["porch"]
+    client = APIClient(*porch.address, None)
+    await client.connect(login=True)
+    try:
+        before = played(daemon)
+        finished = await client.send_voice_assistant_announcement_await_response(
+            f"{media_server}/tone.wav", 30, "a tone"
+        )
+    finally:
+        await client.disconnect()
+    assert not finished.success
+    assert played(daemon) == before  # the daemon's own speaker stayed quiet
+    errors = [e for e in daemon.recorder.of("error") if e.site_id == "porch"]
+    assert "no speaker now" in errors[-1].data["message"]

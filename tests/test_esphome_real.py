@@ -9,6 +9,8 @@ with Whisper. Nothing of Home Assistant is mocked.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import queue
@@ -27,8 +29,11 @@ from asr_fixtures import whisper  # noqa: F401 (a fixture)
 from ha_fixtures import HomeAssistant, HomeAssistantUnavailable, ha_venv
 from mqtt_fixtures import free_port, wait_port
 from speech import silence, steady_piper
+from wyoming.audio import AudioChunk, AudioStop
+from wyoming.client import AsyncTcpClient
+from wyoming.event import Event as WyEvent
 
-from voiced.audio import PIPELINE_FORMAT, read_pipeline_audio
+from voiced.audio import PIPELINE_FORMAT, AudioFormat, convert, read_pipeline_audio
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -80,11 +85,15 @@ class Voiced:
         self.folder = folder
         self.wyoming_port = free_port()
         self.esphome_port = free_port()
+        self.porch_port = free_port()
         self.answers = folder / "answers"
         self.config = folder / "voiced.toml"
         self.config.write_text(
             CONFIG.format(
-                wyoming=self.wyoming_port, esphome=self.esphome_port, answers=self.answers
+                wyoming=self.wyoming_port,
+                esphome=self.esphome_port,
+                porch=self.porch_port,
+                answers=self.answers,
             )
         )
 
@@ -156,6 +165,11 @@ site_id = "default"
 port = {esphome}
 friendly_name = "Kitchen"
 pipeline = "home-assistant"
+
+[[stages.service.esphome.devices]]
+site_id = "porch"
+port = {porch}
+friendly_name = "Porch"
 """
 
 
@@ -225,17 +239,22 @@ def _with_stt_and_tts(found: dict[str, str]) -> dict[str, str] | None:
     return found if {"stt", "tts", "conversation"} <= set(found) else None
 
 
-def esphome_entities(ha: HomeAssistant) -> dict[str, str]:
-    """The ESPHome device's entities by the end of their unique id: ``assist_satellite``,
+def esphome_entities(ha: HomeAssistant, entry_id: str | None = None) -> dict[str, str]:
+    """An ESPHome device's entities by the end of their unique id: ``assist_satellite``,
     ``pipeline``, ``vad_sensitivity``, ``wake_word`` (Home Assistant's own), ``media_player``
-    and ``mute`` (the device's)."""
+    and ``mute`` (the device's). The kitchen's unless ``entry_id`` names another entry."""
+    entry_id = entry_id or ha.esphome_entry  # type: ignore[attr-defined]
     entries = ha.ws("config/entity_registry/list")
     return {e["unique_id"].rsplit("-", 1)[-1]: e["entity_id"] for e in entries
-            if e["platform"] == "esphome"}  # fmt: skip
+            if e["platform"] == "esphome" and e["config_entry_id"] == entry_id}  # fmt: skip
 
 
 def heard(whisper: Any, path: Path) -> str:  # noqa: F811 (the fixture)
-    audio = np.frombuffer(read_pipeline_audio(path), dtype="<i2").astype(np.float32) / 32768
+    return transcribe(whisper, read_pipeline_audio(path))
+
+
+def transcribe(whisper: Any, pcm: bytes) -> str:  # noqa: F811 (the fixture)
+    audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768
     segments, _ = whisper.transcribe(audio, language="en", beam_size=1)
     return " ".join(s.text for s in segments).strip().lower()
 
@@ -357,3 +376,66 @@ def test_the_wake_word_select_picks_the_word_the_site_acts_on(
                           + silence(2.0))  # fmt: skip
     ha.wait(lambda: len(pipeline_runs(ha)) > runs_before, 30, "a run from the chosen word")
     ha.post("/api/services/select/select_option", {"entity_id": select, "option": "Hey Jarvis"})
+
+
+class WyomingSatellite:
+    """A Wyoming satellite named ``porch`` connected to voiced: what voiced plays at its site
+    arrives here as audio events (kept as 16 kHz PCM, one entry per audio-stop)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.played: list[bytes] = []
+        self.connected = threading.Event()
+        self.loop = asyncio.new_event_loop()
+        self.task = self.loop.create_task(self._run())
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            self.loop.run_until_complete(self.task)
+
+    async def _run(self) -> None:
+        client = AsyncTcpClient("127.0.0.1", self.port)
+        await client.connect()
+        await client.write_event(WyEvent("run-satellite", {"name": "porch"}))
+        self.connected.set()
+        audio, fmt = bytearray(), None
+        while (event := await client.read_event()) is not None:
+            if AudioChunk.is_type(event.type):
+                chunk = AudioChunk.from_event(event)
+                fmt = AudioFormat(chunk.rate, chunk.width, chunk.channels)
+                audio += chunk.audio
+            elif AudioStop.is_type(event.type) and fmt is not None:
+                self.played.append(convert(bytes(audio), fmt))
+                audio = bytearray()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.task.cancel)
+        self.thread.join(5)
+
+
+def test_a_wyoming_satellite_of_voiced_is_a_satellite_of_its_own(
+    ha: HomeAssistant,
+    voiced: Voiced,
+    whisper: Any,  # noqa: F811 (the fixture)
+) -> None:
+    porch = WyomingSatellite(voiced.wyoming_port)
+    try:
+        assert porch.connected.wait(10)
+        ha.wait(lambda: "[porch] satellite connected" in voiced.log_text(), 30, "porch's site")
+        entry = ha.config_flow("esphome", {"host": "127.0.0.1", "port": voiced.porch_port})
+        entry_id = entry["result"]["entry_id"]
+        found = ha.wait(lambda: esphome_entities(ha, entry_id).get("assist_satellite"), 60,
+                        "the porch's satellite")  # fmt: skip
+        assert found != esphome_entities(ha)["assist_satellite"]
+        kitchen_before = voiced.answer_files()
+        ha.post("/api/services/assist_satellite/announce",
+                {"entity_id": found, "message": "Someone is at the door.",
+                 "preannounce": False})  # fmt: skip
+        ha.wait(lambda: porch.played, 30, "the announcement at the porch")
+        text = transcribe(whisper, porch.played[0])
+        assert "door" in text, text
+        assert voiced.answer_files() == kitchen_before  # not in the kitchen
+    finally:
+        porch.close()

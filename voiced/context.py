@@ -42,7 +42,8 @@ class Assistant(Protocol):
 
     async def play(self, audio: list[AudioChunk], site_id: str, reason: str = "play") -> bool:
         """Play audio made elsewhere (an announcement) at a site's sinks, as a run of its own;
-        True once played, False when cancelled (barge-in) or failed."""
+        True once played, False when cancelled (barge-in) or failed, or when the site has
+        no audio now (a satellite not connected; the daemon's own site plays on its sinks)."""
 
     def lend_audio(self, site_id: str, listener: Callable[[AudioChunk], None] | None) -> bool:
         """Hand a site's microphone audio to ``listener`` instead of its own wake and VAD

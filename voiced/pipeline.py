@@ -165,6 +165,11 @@ class Pipeline:
     async def play(self, audio: list[AudioChunk], site_id: str, reason: str = "play") -> bool:
         """Play audio made elsewhere (an announcement) at a site, as a run of its own; True
         once played, False when it was cancelled (barge-in, cancel) or failed."""
+        if site_id not in self.sites and site_id != self.settings.site_id:
+            message = f"{reason}: site {site_id!r} has no speaker now (not connected)"
+            log.warning("%s", message)
+            self.emit(error_event("sink", message, None, site_id))
+            return False
         run = self.start_run(site_id, reason, phase=Phase.SPEAKING)
         task = run.answer_in(self._spawn(self._play_run(run, audio)))
         try:

@@ -78,7 +78,7 @@ class EsphomeOptions(BaseModel):
                 "key), so anyone on the network could use the microphone; keep 127.0.0.1 or set "
                 "allow_plaintext_network = true"
             )
-        ports = [d.port for d in self.devices]
+        ports = [d.port for d in self.devices if d.port]  # 0: any free one, each its own
         if len(set(ports)) != len(ports):
             raise ValueError("each device needs a port of its own")
         sites = [d.site_id for d in self.devices]
