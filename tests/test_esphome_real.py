@@ -211,6 +211,14 @@ def ha(tmp_path_factory: pytest.TempPathFactory, voiced: Voiced) -> Iterator[Hom
         )  # fmt: skip
         home.ws("assist_pipeline/pipeline/set_preferred", pipeline_id=pipeline["id"])
         home.pipeline_id = pipeline["id"]  # type: ignore[attr-defined]
+        builtin = home.ws(  # Home Assistant's own agent: its timers need the satellite's device
+            "assist_pipeline/pipeline/create",
+            name="home", language="en", conversation_engine="conversation.home_assistant",
+            conversation_language="en", stt_engine=wyoming["stt"], stt_language=stt_language,
+            tts_engine=wyoming["tts"], tts_language=tts_language, tts_voice=None,
+            wake_word_entity=None, wake_word_id=None,
+        )  # fmt: skip
+        home.builtin_pipeline_id = builtin["id"]  # type: ignore[attr-defined]
         entry = home.config_flow("esphome", {"host": "127.0.0.1", "port": voiced.esphome_port})
         home.esphome_entry = entry["result"]["entry_id"]  # type: ignore[attr-defined]
         home.wait(lambda: "assist_satellite" in esphome_entities(home), 60, "the satellite")
@@ -269,17 +277,18 @@ def new_answer(voiced: Voiced, before: list[Path], timeout: float = 60) -> Path:
     raise TimeoutError(f"no new answer in {voiced.answers} within {timeout} s")
 
 
-def pipeline_runs(ha: HomeAssistant) -> list[dict[str, Any]]:
-    """Home Assistant's debug record of its preferred pipeline's runs, events included."""
-    pipeline_id = ha.pipeline_id  # type: ignore[attr-defined]
+def pipeline_runs(ha: HomeAssistant, pipeline_id: str | None = None) -> list[dict[str, Any]]:
+    """Home Assistant's debug record of a pipeline's runs (the preferred one's unless
+    ``pipeline_id``), events included."""
+    pipeline_id = pipeline_id or ha.pipeline_id  # type: ignore[attr-defined]
     runs = ha.ws("assist_pipeline/pipeline_debug/list", pipeline_id=pipeline_id)["pipeline_runs"]
     return [ha.ws("assist_pipeline/pipeline_debug/get", pipeline_id=pipeline_id,
                   pipeline_run_id=run["pipeline_run_id"]) for run in runs]  # fmt: skip
 
 
-def stt_texts(ha: HomeAssistant) -> list[str]:
+def stt_texts(ha: HomeAssistant, pipeline_id: str | None = None) -> list[str]:
     texts = []
-    for run in pipeline_runs(ha):
+    for run in pipeline_runs(ha, pipeline_id):
         for event in run.get("events", []):
             if event["type"] == "stt-end":
                 texts.append(event["data"]["stt_output"]["text"].lower())
@@ -439,3 +448,46 @@ def test_a_wyoming_satellite_of_voiced_is_a_satellite_of_its_own(
         assert voiced.answer_files() == kitchen_before  # not in the kitchen
     finally:
         porch.close()
+
+
+def timer_events(voiced: Voiced, what: str) -> list[dict[str, Any]]:
+    """The esphome events ``what`` ("timer", "timer-stopped") voiced printed."""
+    return [e["data"] for e in voiced.events("esphome") if e["data"]["event"] == what]
+
+
+def timer_said(voiced: Voiced, what: str) -> list[dict[str, Any]]:
+    """Home Assistant's timer events of a kind ("started", "finished") at the device."""
+    return [e for e in timer_events(voiced, "timer") if e["timer_event"] == what]
+
+
+def rings(voiced: Voiced) -> list[dict[str, Any]]:
+    return [e for e in voiced.events("run-start") if e["data"]["reason"] == "timer"]
+
+
+def select(ha: HomeAssistant, entity_id: str, option: str) -> None:
+    ha.post("/api/services/select/select_option", {"entity_id": entity_id, "option": option})
+    ha.wait(lambda: ha.state(entity_id)["state"] == option, 15, f"{entity_id} at {option}")
+
+
+def test_a_spoken_timer_runs_in_home_assistant_and_rings_until_the_stop_word(
+    ha: HomeAssistant, voiced: Voiced
+) -> None:
+    """The satellite's pipeline select picks Home Assistant's own agent (whose timers need
+    the satellite's device); the timer is started by voice, rings here, and the wake word
+    stops it."""
+    pipeline = esphome_entities(ha)["pipeline"]
+    builtin = ha.builtin_pipeline_id  # type: ignore[attr-defined]
+    select(ha, pipeline, "home")
+    try:
+        command = steady_piper("Set a timer for five seconds.")
+        voiced.microphone.say(steady_piper("Hey Jarvis") + silence(0.8) + command + silence(2))
+        ha.wait(lambda: any("timer" in t for t in stt_texts(ha, builtin)), 60, "HA heard it")
+        started = ha.wait(lambda: timer_said(voiced, "started"), 30, "the timer started")
+        assert started[0]["total_seconds"] == 5
+        ha.wait(lambda: timer_said(voiced, "finished"), 30, "the timer finished")
+        ha.wait(lambda: rings(voiced), 10, "the timer ringing here")
+        voiced.microphone.say(steady_piper("Hey Jarvis") + silence(1.0))
+        stopped = ha.wait(lambda: timer_events(voiced, "timer-stopped"), 20, "ringing stopped")
+        assert stopped[0]["reason"] == "wake word"
+    finally:
+        select(ha, pipeline, "preferred")

@@ -101,15 +101,6 @@ class Conversation:
                     EventKind(message.event_type), {d.name: d.value for d in message.data}
                 )
             return True
-        if isinstance(message, api.VoiceAssistantTimerEventResponse):
-            self.device.emit(
-                "timer",
-                timer_id=message.timer_id,
-                name=message.name,
-                event_type=int(message.event_type),
-                seconds_left=message.seconds_left,
-            )
-            return True
         return False
 
     def _started(self, message: Any) -> None:

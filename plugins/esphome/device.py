@@ -20,6 +20,7 @@ from .conversation import Conversation
 from .entities import MEDIA_PLAYER_KEY, MUTE_KEY, DeviceState, entity_states
 from .media import MediaError, decode, fetch
 from .options import DeviceOptions, EsphomeOptions
+from .timers import Timers
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +31,7 @@ FEATURES = (
     | VoiceAssistantFeature.API_AUDIO
     | VoiceAssistantFeature.ANNOUNCE
     | VoiceAssistantFeature.START_CONVERSATION
+    | VoiceAssistantFeature.TIMERS
 )
 
 
@@ -47,6 +49,7 @@ class Device:
         self.wake_words: dict[str, str] = {}  # id -> phrase, from the site's wake stages
         self.active_wake_words: list[str] = []
         self.conversation = Conversation(self)
+        self.timers = Timers(self)
         self.refused = 0  # clients dropped for bad frames
         self.address: tuple[str, int] | None = None
         self._server: asyncio.Server | None = None
@@ -75,6 +78,7 @@ class Device:
 
     async def stop(self) -> None:
         self.conversation.end("shutdown")
+        self.timers.stop("shutdown")
         if self._server is not None:
             self._server.close()
         for connection in list(self.connections):
@@ -152,6 +156,8 @@ class Device:
             self._media_command(message)
         elif isinstance(message, api.SwitchCommandRequest) and message.key == MUTE_KEY:
             self._set_muted(bool(message.state))
+        elif isinstance(message, api.VoiceAssistantTimerEventResponse):
+            self.timers.on_event(message)
         elif not self.conversation.on_message(connection, message):
             log.debug("esphome %s: %s not handled", self.name, type(message).__name__)
 
@@ -193,6 +199,7 @@ class Device:
         if message.has_command:
             command = message.command
             if command == MediaPlayerCommand.STOP:
+                self.timers.stop("media player stop")
                 self.app.cancel(self.site_id)
             elif command in (MediaPlayerCommand.MUTE, MediaPlayerCommand.UNMUTE):
                 self.state.sound_muted = command == MediaPlayerCommand.MUTE

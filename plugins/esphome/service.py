@@ -59,10 +59,17 @@ class EsphomeService:
             return
         if event.type == EventType.MUTED:
             device.on_muted(ev.Muted.from_event(event).muted)
-        elif event.type == EventType.WAKE and device.config.pipeline == "home-assistant":
-            name = ev.Wake.from_event(event).name
-            phrase = device.wake_words.get(name, name)
-            asyncio.get_running_loop().call_soon(self._hand_over, device, phrase)
+        elif event.type == EventType.WAKE:
+            self._on_wake(device, ev.Wake.from_event(event).name)
+
+    def _on_wake(self, device: Device, name: str) -> None:
+        """The wake word stops a ringing timer (the stop word); else, at a site Home Assistant
+        answers for, hands the turn to its pipeline."""
+        loop = asyncio.get_running_loop()
+        if device.timers.stop("wake word"):
+            loop.call_soon(self.app.cancel, device.site_id)  # "stop" is not a command
+        elif device.config.pipeline == "home-assistant":
+            loop.call_soon(self._hand_over, device, device.wake_words.get(name, name))
 
     def _hand_over(self, device: Device, phrase: str) -> None:
         """The wake word was heard at a site Home Assistant answers for: its pipeline runs
