@@ -9,6 +9,7 @@ limits; the daemon stays up and Home Assistant's own client (aioesphomeapi) stil
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections.abc import AsyncIterator
 
@@ -29,12 +30,14 @@ READ = 0.5
 IDLE = 1.5
 MAX_CONNECTIONS = 3
 DISCONNECT = encode(api.DisconnectRequest())
+KEY = base64.b64encode(bytes(range(32))).decode()
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def daemon() -> AsyncIterator[Pipeline]:
-    device = {"site_id": "default", "port": 0}
-    options = {"devices": [device], "max_frame_bytes": MAX_FRAME, "read_seconds": READ,
+    devices = [{"site_id": "default", "port": 0},
+               {"site_id": "hall", "port": 0, "encryption_key": KEY}]  # fmt: skip
+    options = {"devices": devices, "max_frame_bytes": MAX_FRAME, "read_seconds": READ,
                "idle_seconds": IDLE, "max_connections": MAX_CONNECTIONS}  # fmt: skip
     async with started_pipeline(
         overrides(
@@ -52,14 +55,16 @@ def lag():
     monitor.check()
 
 
-def address(daemon: Pipeline) -> tuple[str, int]:
+def address(daemon: Pipeline, site: str = "default") -> tuple[str, int]:
     service = daemon.stage("service", "esphome")
-    return service.devices["default"].address
+    return service.devices[site].address
 
 
-async def answer_then_close(daemon: Pipeline, data: bytes, within: float = 5.0) -> bytes:
+async def answer_then_close(
+    daemon: Pipeline, data: bytes, within: float = 5.0, site: str = "default"
+) -> bytes:
     """Send ``data``; everything the device sends back until it closes the connection."""
-    reader, writer = await asyncio.open_connection(*address(daemon))
+    reader, writer = await asyncio.open_connection(*address(daemon, site))
     writer.write(data)
     await writer.drain()
     try:
@@ -125,3 +130,18 @@ async def test_connections_over_the_limit_are_closed_at_once(daemon, lag) -> Non
             writer.close()
     await asyncio.sleep(0.2)
     await still_serves(daemon)
+
+
+async def test_an_encrypted_device_answers_plaintext_with_a_noise_refusal(daemon, lag) -> None:
+    answer = await answer_then_close(daemon, encode(api.HelloRequest()), site="hall")
+    assert answer == b"\x01\x00\x13\x01Bad indicator byte"
+
+
+async def test_an_encrypted_device_drops_a_bad_handshake_and_a_huge_frame(daemon, lag) -> None:
+    hello = b"\x01\x00\x00"
+    answer = await answer_then_close(daemon, hello + b"\x01\x00\x05\x00junk", site="hall")
+    assert answer.endswith(b"\x01Handshake MAC failure")
+    assert await answer_then_close(daemon, hello + b"\x01\xff\xff", site="hall") == b""
+    client = APIClient(*address(daemon, "hall"), None, noise_psk=KEY)
+    await client.connect(login=True)
+    await client.disconnect()

@@ -8,6 +8,7 @@ tests/test_abuse_esphome.py.
 from __future__ import annotations
 
 import asyncio
+import base64
 import http.server
 import io
 import threading
@@ -17,7 +18,14 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from aioesphomeapi import APIClient, MediaPlayerCommand, MediaPlayerEntityState, SwitchState
+from aioesphomeapi import (
+    APIClient,
+    InvalidEncryptionKeyAPIError,
+    MediaPlayerCommand,
+    MediaPlayerEntityState,
+    RequiresEncryptionAPIError,
+    SwitchState,
+)
 from aioesphomeapi import api_pb2 as api
 from pipeline_helpers import overrides, started_pipeline
 from pydantic import ValidationError
@@ -28,6 +36,8 @@ from voiced import events as ev
 from voiced.pipeline import Pipeline
 
 TONE_SECONDS = 1.0
+KEY = base64.b64encode(bytes(range(32))).decode()
+OTHER_KEY = base64.b64encode(bytes(32)).decode()
 
 
 # -- options and framing (fast) ------------------------------------------------------------
@@ -39,6 +49,15 @@ def test_a_plaintext_device_beyond_loopback_needs_to_be_asked_for() -> None:
         EsphomeOptions(host="0.0.0.0", devices=[device])
     assert EsphomeOptions(host="0.0.0.0", devices=[device], allow_plaintext_network=True)
     assert EsphomeOptions(host="::1", devices=[device])
+
+
+def test_devices_with_a_key_may_listen_beyond_loopback() -> None:
+    keyed = {"site_id": "kitchen", "port": 6053, "encryption_key": KEY}
+    assert EsphomeOptions(host="0.0.0.0", devices=[keyed])
+    with pytest.raises(ValidationError, match="not 32"):
+        DeviceOptions(site_id="kitchen", port=6053, encryption_key="c2hvcnQ=")
+    with pytest.raises(ValidationError, match="not base64"):
+        DeviceOptions(site_id="kitchen", port=6053, encryption_key="not a key!")
 
 
 def test_each_site_is_one_device_on_a_port_of_its_own() -> None:
@@ -142,8 +161,11 @@ async def daemon(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pipe
     config = overrides(
         pipeline={"source": [], "sink": ["wav"], "service": ["esphome"]},
         stages={"sink": {"wav": {"path": str(answers)}},
-                "service": {"esphome": {"devices": [{"site_id": "default", "port": 0},
-                                                    {"site_id": "porch", "port": 0}]}}},
+                "service": {"esphome": {"devices": [
+                    {"site_id": "default", "port": 0},
+                    {"site_id": "porch", "port": 0},
+                    {"site_id": "hall", "port": 0, "encryption_key": KEY},
+                ]}}},
     )  # fmt: skip
     async with started_pipeline(config) as pipeline:
         pipeline.answers = answers  # type: ignore[attr-defined]
@@ -264,3 +286,33 @@ async def test_a_satellite_not_connected_does_not_announce_in_another_room(
     assert played(daemon) == before  # the daemon's own speaker stayed quiet
     errors = [e for e in daemon.recorder.of("error") if e.site_id == "porch"]
     assert "no speaker now" in errors[-1].data["message"]
+
+
+def hall(daemon: Pipeline) -> tuple[str, int]:
+    return daemon.stage("service", "esphome").devices["hall"].address
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_an_encrypted_device_talks_to_a_client_with_its_key(daemon: Pipeline) -> None:
+    client = APIClient(*hall(daemon), None, noise_psk=KEY)
+    await client.connect(login=True)
+    try:
+        info = await client.device_info()
+        entities, _ = await client.list_entities_services()
+    finally:
+        await client.disconnect()
+    assert info.name == "voiced-hall" and info.api_encryption_supported
+    assert {e.object_id for e in entities} == {"media_player", "mute"}
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_an_encrypted_device_refuses_another_key_and_plaintext(daemon: Pipeline) -> None:
+    with pytest.raises(InvalidEncryptionKeyAPIError):
+        await APIClient(*hall(daemon), None, noise_psk=OTHER_KEY).connect(login=True)
+    with pytest.raises(RequiresEncryptionAPIError):
+        await APIClient(*hall(daemon), None).connect(login=True)
+    client = APIClient(*hall(daemon), None, noise_psk=KEY)  # and still serves the right one
+    await client.connect(login=True)
+    await client.disconnect()

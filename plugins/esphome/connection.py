@@ -14,7 +14,8 @@ from google.protobuf.message import Message
 from voiced import __version__
 
 from .entities import entity_list, entity_states
-from .frames import FrameError, FrameReader, encode
+from .frames import FrameError, FrameReader
+from .noise_frames import NoiseFrames
 
 if TYPE_CHECKING:
     from .device import Device
@@ -42,7 +43,12 @@ class Connection:
         self.device = device
         self.writer = writer
         options = device.options
-        self.frames = FrameReader(reader, options.max_frame_bytes, options.read_seconds)
+        key = device.config.key()
+        self.frames: FrameReader | NoiseFrames = (
+            NoiseFrames(reader, writer, key, options.max_frame_bytes, options.read_seconds)
+            if key is not None
+            else FrameReader(reader, options.max_frame_bytes, options.read_seconds)
+        )
         self.idle_seconds = options.idle_seconds
         self.peer = _peer(writer)
         self.voice_subscribed = False
@@ -50,6 +56,8 @@ class Connection:
 
     async def serve(self) -> None:
         try:
+            async with asyncio.timeout(self.idle_seconds):
+                await self.frames.handshake(self.device.name, self.device.config.mac_address())
             while not self.closed:
                 async with asyncio.timeout(self.idle_seconds):
                     message = await self.frames.read()
@@ -67,16 +75,18 @@ class Connection:
                 self.peer,
                 self.idle_seconds,
             )
-        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+        except (asyncio.IncompleteReadError, EOFError, ConnectionError, OSError):
             pass
+        except Exception:  # a bug must cost this client, not the device
+            log.exception("esphome %s: %s: failed; dropped", self.device.name, self.peer)
         finally:
             self.close()
 
     def send(self, *messages: Message) -> None:
         """Queue messages to the client; one that stopped reading is dropped."""
-        if self.closed or self.writer.is_closing():
+        if self.closed or self.writer.is_closing() or not self.frames.ready:
             return
-        self.writer.write(b"".join(encode(m) for m in messages))
+        self.writer.write(self.frames.encode(*messages))
         if self.writer.transport.get_write_buffer_size() > MAX_WRITE_BUFFER:
             log.warning("esphome %s: %s does not read; dropped", self.device.name, self.peer)
             self.close()

@@ -128,7 +128,7 @@ class Device:
             project_name="voiced.voiced",
             project_version=__version__,
             voice_assistant_feature_flags=int(FEATURES),
-            api_encryption_supported=False,
+            api_encryption_supported=self.config.encryption_key is not None,
         )
 
     def broadcast_states(self) -> None:

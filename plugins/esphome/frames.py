@@ -44,10 +44,18 @@ class FrameReader:
     """Reads messages from a stream: at most ``max_bytes`` per frame, the rest of a frame
     within ``read_seconds`` once its first byte arrived."""
 
+    ready = True  # no handshake
+
     def __init__(self, reader: asyncio.StreamReader, max_bytes: int, read_seconds: float) -> None:
         self.reader = reader
         self.max_bytes = max_bytes
         self.read_seconds = read_seconds
+
+    async def handshake(self, name: str, mac: str) -> None:
+        """Plaintext has none."""
+
+    def encode(self, *messages: Message) -> bytes:
+        return b"".join(encode(m) for m in messages)
 
     async def read(self) -> Message | None:
         """The next message, or None at the end of the stream (between frames)."""

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import ipaddress
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -24,11 +26,28 @@ class DeviceOptions(BaseModel):
         None, description="the ESPHome node name (lowercase, digits, -); default voiced-<site>"
     )
     friendly_name: str | None = Field(None, description="the name shown in Home Assistant")
+    encryption_key: SecretStr | None = Field(
+        None,
+        description="the API's noise key, 32 bytes in base64 (as ESPHome's `api: encryption: "
+        "key:`; make one with `openssl rand -base64 32`): Home Assistant asks for it when it "
+        "adds the device",
+    )
     pipeline: Literal["voiced", "home-assistant"] = Field(
         "voiced",
         description="who answers after the wake word: voiced (as without Home Assistant) or "
         "Home Assistant (the audio is streamed to its Assist pipeline)",
     )
+
+    @field_validator("encryption_key")
+    @classmethod
+    def _key(cls, key: SecretStr | None) -> SecretStr | None:
+        if key is not None:
+            decode_key(key.get_secret_value())
+        return key
+
+    def key(self) -> bytes | None:
+        """The noise key's 32 bytes, or None for a plaintext device."""
+        return decode_key(self.encryption_key.get_secret_value()) if self.encryption_key else None
 
     def node_name(self) -> str:
         name = self.name or f"voiced-{self.site_id}"
@@ -72,11 +91,12 @@ class EsphomeOptions(BaseModel):
 
     @model_validator(mode="after")
     def _checked(self) -> EsphomeOptions:
-        if not self.allow_plaintext_network and not _is_loopback(self.host):
+        plaintext = [d.site_id for d in self.devices if d.encryption_key is None]
+        if plaintext and not self.allow_plaintext_network and not _is_loopback(self.host):
             raise ValueError(
-                f"host {self.host!r} is not loopback: the API is plaintext here (no encryption "
-                "key), so anyone on the network could use the microphone; keep 127.0.0.1 or set "
-                "allow_plaintext_network = true"
+                f"host {self.host!r} is not loopback and the devices of {', '.join(plaintext)} "
+                "have no encryption_key: anyone on the network could use their microphone; give "
+                "each an encryption_key, keep 127.0.0.1, or set allow_plaintext_network = true"
             )
         ports = [d.port for d in self.devices if d.port]  # 0: any free one, each its own
         if len(set(ports)) != len(ports):
@@ -94,3 +114,14 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def decode_key(key: str) -> bytes:
+    """A base64 noise key (as ``esphome`` writes it) as its 32 bytes; ValueError otherwise."""
+    try:
+        raw = base64.b64decode(key, validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError("the encryption key is not base64") from None
+    if len(raw) != 32:
+        raise ValueError(f"the encryption key is {len(raw)} bytes, not 32")
+    return raw
