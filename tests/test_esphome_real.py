@@ -10,6 +10,7 @@ with Whisper. Nothing of Home Assistant is mocked.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -40,6 +41,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 CHUNK_SECONDS = 0.02
 ANNOUNCE = "The back door is open."
 QUESTION = "What time is it?"
+KEY = base64.b64encode(bytes(range(1, 33))).decode()
 
 
 class Microphone:
@@ -86,6 +88,7 @@ class Voiced:
         self.wyoming_port = free_port()
         self.esphome_port = free_port()
         self.porch_port = free_port()
+        self.hall_port = free_port()
         self.answers = folder / "answers"
         self.config = folder / "voiced.toml"
         self.config.write_text(
@@ -93,6 +96,8 @@ class Voiced:
                 wyoming=self.wyoming_port,
                 esphome=self.esphome_port,
                 porch=self.porch_port,
+                hall=self.hall_port,
+                key=KEY,
                 answers=self.answers,
             )
         )
@@ -170,6 +175,11 @@ pipeline = "home-assistant"
 site_id = "porch"
 port = {porch}
 friendly_name = "Porch"
+
+[[stages.service.esphome.devices]]
+site_id = "hall"
+port = {hall}
+encryption_key = "{key}"
 """
 
 
@@ -491,3 +501,18 @@ def test_a_spoken_timer_runs_in_home_assistant_and_rings_until_the_stop_word(
         assert stopped[0]["reason"] == "wake word"
     finally:
         select(ha, pipeline, "preferred")
+
+
+def test_an_encrypted_device_is_added_with_its_key(ha: HomeAssistant, voiced: Voiced) -> None:
+    """Home Assistant learns the device needs a key, asks for it (a second form), and adds
+    the device over noise."""
+    first = ha.post("/api/config/config_entries/flow", {"handler": "esphome"})
+    asked = ha.post(f"/api/config/config_entries/flow/{first['flow_id']}",
+                    {"host": "127.0.0.1", "port": voiced.hall_port})  # fmt: skip
+    assert asked["type"] == "form" and asked["step_id"] == "encryption_key", asked
+    entry = ha.post(f"/api/config/config_entries/flow/{asked['flow_id']}", {"noise_psk": KEY})
+    assert entry["type"] == "create_entry", entry
+    entry_id = entry["result"]["entry_id"]
+    satellite = ha.wait(lambda: esphome_entities(ha, entry_id).get("assist_satellite"), 60,
+                        "the hall's satellite")  # fmt: skip
+    ha.wait(lambda: ha.state(satellite)["state"] == "idle", 30, "the hall's satellite idle")
