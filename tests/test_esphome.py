@@ -110,6 +110,24 @@ async def test_a_bad_frame_is_refused_with_its_reason(data: bytes, reason: str) 
         await read_all(data)
 
 
+def test_doctor_names_each_device_its_site_and_how_to_add_it() -> None:
+    from voiced_plugins.esphome.doctor import esphome_checks
+
+    from voiced.config import Settings
+
+    devices = [{"site_id": "default", "port": 6053},
+               {"site_id": "hall", "port": 6054, "encryption_key": KEY}]  # fmt: skip
+    settings = Settings(pipeline={"service": ["esphome"]},
+                        stages={"service": {"esphome": {"devices": devices}}})  # fmt: skip
+    checks = {c.name: c for c in esphome_checks(settings)}
+    assert checks["ESPHome API library"].ok
+    hall = checks["ESPHome device voiced-hall on 127.0.0.1:6054"]
+    assert "site 'hall', noise-encrypted" in hall.detail and "port 6054" in hall.detail
+    plaintext = checks["ESPHome device voiced-default on 127.0.0.1:6053"].detail
+    assert "plaintext" in plaintext
+    assert esphome_checks(Settings(pipeline={"service": []})) == []
+
+
 # -- a real daemon's device, with Home Assistant's client library ------------------------------
 
 

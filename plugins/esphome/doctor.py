@@ -45,9 +45,10 @@ def esphome_checks(settings: Settings) -> list[Check]:
         )
     for device in options.devices:
         busy = _in_use(options.host, device.port)
+        security = "noise-encrypted" if device.encryption_key else "plaintext"
         detail = (
-            f"site {device.site_id!r}, {device.pipeline} answers after the wake word; add it "
-            f"in Home Assistant: ESPHome, host {options.host}, port {device.port}"
+            f"site {device.site_id!r}, {security}, {device.pipeline} answers after the wake "
+            f"word; add it in Home Assistant: ESPHome, host {options.host}, port {device.port}"
         )
         if busy:
             detail += " (the port is in use: voiced running, or another program)"
