@@ -49,13 +49,16 @@ class Microphone:
 
     def __init__(self, stream: Any) -> None:
         self.stream = stream
-        self.speech: queue.Queue[bytes] = queue.Queue()
+        self.speech: queue.Queue[tuple[bytes, Spoken]] = queue.Queue()
         self.running = True
         self.thread = threading.Thread(target=self._feed, daemon=True)
         self.thread.start()
 
-    def say(self, pcm: bytes) -> None:
-        self.speech.put(pcm)
+    def say(self, pcm: bytes) -> Spoken:
+        """Queue speech; the returned ``Spoken`` is set once its last sample was written."""
+        spoken = Spoken()
+        self.speech.put((pcm, spoken))
+        return spoken
 
     def close(self) -> None:
         self.running = False
@@ -63,12 +66,12 @@ class Microphone:
 
     def _feed(self) -> None:
         step = int(PIPELINE_FORMAT.bytes_per_second * CHUNK_SECONDS)
-        pending = b""
+        pending, spoken = b"", None
         started = time.monotonic()
         sent = 0.0
         while self.running:
             if not pending and not self.speech.empty():
-                pending = self.speech.get()
+                pending, spoken = self.speech.get()
             piece, pending = (pending[:step], pending[step:]) if pending else (bytes(step), b"")
             piece += bytes(step - len(piece))
             try:
@@ -76,8 +79,18 @@ class Microphone:
                 self.stream.flush()
             except (BrokenPipeError, ValueError, OSError):
                 return
+            if spoken is not None and not pending:
+                spoken.at = time.time()
+                spoken.set()
+                spoken = None
             sent += CHUNK_SECONDS
             time.sleep(max(0.0, started + sent - time.monotonic()))
+
+
+class Spoken(threading.Event):
+    """Set when queued speech has been written in full; ``at`` is that wall time."""
+
+    at = 0.0
 
 
 class Voiced:
@@ -208,36 +221,44 @@ def ha(tmp_path_factory: pytest.TempPathFactory, voiced: Voiced) -> Iterator[Hom
     home = HomeAssistant(venv, tmp_path_factory.mktemp("homeassistant"))
     home.start()
     try:
-        home.config_flow("wyoming", {"host": "127.0.0.1", "port": voiced.wyoming_port})
-        wyoming = home.wait(lambda: _with_stt_and_tts(_wyoming_entities(home)), 60, "STT/TTS")
-        stt_language = english(home, "stt", wyoming["stt"])
-        tts_language = english(home, "tts", wyoming["tts"])
-        pipeline = home.ws(
-            "assist_pipeline/pipeline/create",
-            name="voiced", language="en", conversation_engine=wyoming["conversation"],
-            conversation_language="en", stt_engine=wyoming["stt"], stt_language=stt_language,
-            tts_engine=wyoming["tts"], tts_language=tts_language, tts_voice=None,
-            wake_word_entity=None, wake_word_id=None,
-        )  # fmt: skip
-        home.ws("assist_pipeline/pipeline/set_preferred", pipeline_id=pipeline["id"])
-        home.pipeline_id = pipeline["id"]  # type: ignore[attr-defined]
-        builtin = home.ws(  # Home Assistant's own agent: its timers need the satellite's device
-            "assist_pipeline/pipeline/create",
-            name="home", language="en", conversation_engine="conversation.home_assistant",
-            conversation_language="en", stt_engine=wyoming["stt"], stt_language=stt_language,
-            tts_engine=wyoming["tts"], tts_language=tts_language, tts_voice=None,
-            wake_word_entity=None, wake_word_id=None,
-        )  # fmt: skip
-        home.builtin_pipeline_id = builtin["id"]  # type: ignore[attr-defined]
-        entry = home.config_flow("esphome", {"host": "127.0.0.1", "port": voiced.esphome_port})
-        home.esphome_entry = entry["result"]["entry_id"]  # type: ignore[attr-defined]
-        home.wait(lambda: "assist_satellite" in esphome_entities(home), 60, "the satellite")
+        set_up(home, voiced)
         yield home
     except BaseException:
         print(home.log_tail(80))
         raise
     finally:
         home.stop()
+
+
+def set_up(home: HomeAssistant, voiced: Voiced) -> None:
+    """voiced's Wyoming service as STT, agent and TTS of a preferred pipeline "voiced", a
+    pipeline "home" with Home Assistant's own agent, and the kitchen site added through the
+    ESPHome config flow (``home.pipeline_id``, ``home.builtin_pipeline_id``,
+    ``home.esphome_entry``)."""
+    home.config_flow("wyoming", {"host": "127.0.0.1", "port": voiced.wyoming_port})
+    wyoming = home.wait(lambda: _with_stt_and_tts(_wyoming_entities(home)), 60, "STT/TTS")
+    stt_language = english(home, "stt", wyoming["stt"])
+    tts_language = english(home, "tts", wyoming["tts"])
+    pipeline = home.ws(
+        "assist_pipeline/pipeline/create",
+        name="voiced", language="en", conversation_engine=wyoming["conversation"],
+        conversation_language="en", stt_engine=wyoming["stt"], stt_language=stt_language,
+        tts_engine=wyoming["tts"], tts_language=tts_language, tts_voice=None,
+        wake_word_entity=None, wake_word_id=None,
+    )  # fmt: skip
+    home.ws("assist_pipeline/pipeline/set_preferred", pipeline_id=pipeline["id"])
+    home.pipeline_id = pipeline["id"]  # type: ignore[attr-defined]
+    builtin = home.ws(  # Home Assistant's own agent: its timers need the satellite's device
+        "assist_pipeline/pipeline/create",
+        name="home", language="en", conversation_engine="conversation.home_assistant",
+        conversation_language="en", stt_engine=wyoming["stt"], stt_language=stt_language,
+        tts_engine=wyoming["tts"], tts_language=tts_language, tts_voice=None,
+        wake_word_entity=None, wake_word_id=None,
+    )  # fmt: skip
+    home.builtin_pipeline_id = builtin["id"]  # type: ignore[attr-defined]
+    entry = home.config_flow("esphome", {"host": "127.0.0.1", "port": voiced.esphome_port})
+    home.esphome_entry = entry["result"]["entry_id"]  # type: ignore[attr-defined]
+    home.wait(lambda: "assist_satellite" in esphome_entities(home), 60, "the satellite")
 
 
 def _wyoming_entities(ha: HomeAssistant) -> dict[str, str]:
