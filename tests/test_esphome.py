@@ -11,6 +11,7 @@ import asyncio
 import base64
 import http.server
 import io
+import json
 import threading
 import wave
 from collections.abc import AsyncIterator, Iterator
@@ -27,6 +28,7 @@ from aioesphomeapi import (
     SwitchState,
 )
 from aioesphomeapi import api_pb2 as api
+from mqtt_fixtures import Mosquitto, Recorder, make_certs
 from pipeline_helpers import overrides, started_pipeline
 from pydantic import ValidationError
 from voiced_plugins.esphome.frames import FrameError, FrameReader, encode
@@ -173,13 +175,25 @@ def media_server() -> Iterator[str]:
     server.shutdown()
 
 
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
+    folder = tmp_path_factory.mktemp("esphome-broker")
+    mosquitto = Mosquitto(folder, make_certs(folder))
+    mosquitto.start()
+    yield mosquitto
+    mosquitto.stop()
+
+
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
-async def daemon(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Pipeline]:
+async def daemon(
+    tmp_path_factory: pytest.TempPathFactory, broker: Mosquitto
+) -> AsyncIterator[Pipeline]:
     answers = tmp_path_factory.mktemp("answers")
     config = overrides(
-        pipeline={"source": [], "sink": ["wav"], "service": ["esphome"]},
+        pipeline={"source": [], "sink": ["wav"], "service": ["mqtt", "esphome"]},
         stages={"sink": {"wav": {"path": str(answers)}},
-                "service": {"esphome": {"devices": [
+                "service": {"mqtt": {"host": "127.0.0.1", "port": broker.port},
+                            "esphome": {"devices": [
                     {"site_id": "default", "port": 0},
                     {"site_id": "porch", "port": 0},
                     {"site_id": "hall", "port": 0, "encryption_key": KEY},
@@ -334,3 +348,25 @@ async def test_an_encrypted_device_refuses_another_key_and_plaintext(daemon: Pip
     client = APIClient(*hall(daemon), None, noise_psk=KEY)  # and still serves the right one
     await client.connect(login=True)
     await client.disconnect()
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_what_the_device_does_is_published_over_mqtt(
+    daemon: Pipeline, broker: Mosquitto, media_server: str
+) -> None:
+    events = Recorder(broker.port, ["voiced/default/event/esphome"])
+    try:
+        client = APIClient(*daemon.stage("service", "esphome").devices["default"].address, None)
+        await client.connect(login=True)
+        await client.send_voice_assistant_announcement_await_response(
+            f"{media_server}/tone.wav", 30, "a tone"
+        )
+        await client.disconnect()
+        said = await events.until(
+            lambda ms: [json.loads(p)["data"]["event"] for _, p, _ in ms]
+            if len(ms) >= 3 else None
+        )  # fmt: skip
+    finally:
+        events.close()
+    assert said[:3] == ["connected", "announce", "disconnected"]
