@@ -370,3 +370,32 @@ async def test_what_the_device_does_is_published_over_mqtt(
     finally:
         events.close()
     assert said[:3] == ["connected", "announce", "disconnected"]
+
+
+class QuietSource:
+    """A satellite-like source that ends at once (the site exists while it is attached)."""
+
+    site_id = "porch"
+    live = True
+
+    def load(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    async def chunks(self) -> AsyncIterator[object]:
+        return
+        yield
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_a_wake_word_choice_waits_for_a_site_that_is_not_connected(
+    daemon: Pipeline,
+) -> None:
+    assert daemon.set_wake_words("porch", {"alexa"}) is False  # no audio now: kept
+    await daemon.attach_site(QuietSource())
+    assert daemon.sites["porch"].wake_words == {"alexa"}
+    await daemon.detach_site("porch")
+    daemon.set_wake_words("porch", None)

@@ -50,8 +50,8 @@ class Assistant(Protocol):
         (None gives it back); False when the site has no audio of its own."""
 
     def set_wake_words(self, site_id: str, words: set[str] | None) -> bool:
-        """Act only on these wake words at a site (None: every one); False when the site has
-        no audio of its own."""
+        """Act only on these wake words at a site (None: every one), now and whenever its audio
+        comes (back); False when it has no audio now."""
 
     def knows_site(self, site_id: str) -> bool:
         """Whether a site exists: the daemon's own, one with audio (a source, a satellite), or

@@ -104,6 +104,7 @@ class Pipeline:
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
+        self._wake_words: dict[str, set[str]] = {}  # the wake words a site acts on, if chosen
         self._says = Admission(settings.pipeline.max_commands_per_site, "say")
         self._built = False
 
@@ -206,8 +207,12 @@ class Pipeline:
         return True
 
     def set_wake_words(self, site_id: str, words: set[str] | None) -> bool:
-        """Act only on these wake words at a site (None: on every one its wake stages hear);
-        False when the site has no audio of its own."""
+        """Act only on these wake words at a site (None: on every one its wake stages hear),
+        now and whenever its audio comes (back); False when it has no audio now."""
+        if words is None:
+            self._wake_words.pop(site_id, None)
+        else:
+            self._wake_words[site_id] = set(words)
         site = self.sites.get(site_id)
         if site is None:
             return False
@@ -649,6 +654,7 @@ class Pipeline:
             commit_early=self._commit_early,
             open_stream=self._open_stream,
         )
+        site.wake_words = self._wake_words.get(site_id)
         self.sites[site_id] = site
         siteless = self._siteless.pop(site_id, None)
         for run in siteless.runs.values() if siteless else []:
