@@ -110,14 +110,14 @@ async def test_a_huge_frame_is_refused_from_its_header(daemon, lag) -> None:
 
 async def test_a_frame_that_never_ends_is_dropped_after_read_seconds(daemon, lag) -> None:
     started = time.monotonic()
-    assert await answer_then_close(daemon, b"\x00\x10\x01abc") == DISCONNECT
-    assert READ <= time.monotonic() - started < READ + 3
+    assert await answer_then_close(daemon, b"\x00\x10\x01abc", within=READ + 5) == DISCONNECT
+    assert time.monotonic() - started >= READ  # it was the read limit that ended it
 
 
 async def test_a_silent_connection_is_closed_after_idle_seconds(daemon, lag) -> None:
     started = time.monotonic()
     assert await answer_then_close(daemon, b"", within=IDLE + 5) == b""
-    assert IDLE <= time.monotonic() - started < IDLE + 3
+    assert time.monotonic() - started >= IDLE  # it was the idle limit that ended it
 
 
 async def test_connections_over_the_limit_are_closed_at_once(daemon, lag) -> None:

@@ -133,12 +133,12 @@ def test_doctor_names_each_device_its_site_and_how_to_add_it() -> None:
 # -- a real daemon's device, with Home Assistant's client library ------------------------------
 
 
-def tone_wav() -> bytes:
-    """One second of a 440 Hz tone at 22.05 kHz, as Home Assistant's TTS might send it."""
+def tone_wav(seconds: float = TONE_SECONDS) -> bytes:
+    """A 440 Hz tone at 22.05 kHz, as Home Assistant's TTS might send it."""
     import numpy as np
 
     rate = 22050
-    t = np.arange(int(rate * TONE_SECONDS)) / rate
+    t = np.arange(int(rate * seconds)) / rate
     pcm = (np.sin(2 * np.pi * 440 * t) * 16000).astype("<i2").tobytes()
     buffer = io.BytesIO()
     with wave.open(buffer, "wb") as wav:
@@ -151,14 +151,16 @@ def tone_wav() -> bytes:
 
 @pytest.fixture(scope="module")
 def media_server() -> Iterator[str]:
-    """An HTTP server on 127.0.0.1 serving /tone.wav (what Home Assistant's media URLs are)."""
-    body = tone_wav()
+    """An HTTP server on 127.0.0.1 serving /tone.wav (1 s) and /long.wav (8 s), as Home
+    Assistant serves its media URLs."""
+    bodies = {"/tone.wav": tone_wav(), "/long.wav": tone_wav(8.0)}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            if self.path != "/tone.wav":
+            if self.path not in bodies:
                 self.send_error(404)
                 return
+            body = bodies[self.path]
             self.send_response(200)
             self.send_header("Content-Type", "audio/wav")
             self.send_header("Content-Length", str(len(body)))
@@ -191,7 +193,7 @@ async def daemon(
     answers = tmp_path_factory.mktemp("answers")
     config = overrides(
         pipeline={"source": [], "sink": ["wav"], "service": ["mqtt", "esphome"]},
-        stages={"sink": {"wav": {"path": str(answers)}},
+        stages={"sink": {"wav": {"path": str(answers), "realtime": True}},
                 "service": {"mqtt": {"host": "127.0.0.1", "port": broker.port},
                             "esphome": {"devices": [
                     {"site_id": "default", "port": 0},
@@ -399,3 +401,27 @@ async def test_a_wake_word_choice_waits_for_a_site_that_is_not_connected(
     assert daemon.sites["porch"].wake_words == {"alexa"}
     await daemon.detach_site("porch")
     daemon.set_wake_words("porch", None)
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_the_media_players_stop_cuts_an_announcement_short(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    """What a barge-in does too: the announcement's run is cancelled, and Home Assistant is
+    told it did not play to the end."""
+    before = played(daemon)
+    announcing = asyncio.ensure_future(
+        client.send_voice_assistant_announcement_await_response(
+            f"{media_server}/long.wav", 30, "a long tone"
+        )
+    )
+    await asyncio.sleep(1.5)
+    assert not announcing.done()
+    client.media_player_command(1, command=MediaPlayerCommand.STOP)
+    finished = await announcing
+    assert not finished.success
+    new = [p for p in played(daemon) if p not in before]
+    assert seconds_of(new[0]) < 6  # of the 8 s tone
+    ended = [e for e in daemon.recorder.of("run-end") if e.site_id == "default"]
+    assert ended[-1].data["reason"] == "cancelled"

@@ -537,3 +537,12 @@ def test_an_encrypted_device_is_added_with_its_key(ha: HomeAssistant, voiced: Vo
     satellite = ha.wait(lambda: esphome_entities(ha, entry_id).get("assist_satellite"), 60,
                         "the hall's satellite")  # fmt: skip
     ha.wait(lambda: ha.state(satellite)["state"] == "idle", 30, "the hall's satellite idle")
+
+
+def test_the_daemon_stops_on_sigterm_with_home_assistant_connected(
+    ha: HomeAssistant, voiced: Voiced
+) -> None:
+    """Last in this module: it stops the daemon."""
+    assert any(e["data"]["event"] == "connected" for e in voiced.events("esphome"))
+    voiced.process.send_signal(signal.SIGTERM)
+    assert voiced.process.wait(20) == 0

@@ -240,6 +240,14 @@ class Pipeline:
             self._muted_sites.clear()
 
     def cancel(self, site_id: str | None = None) -> None:
+        """Cancel the runs in flight at a site (every site when None): its playback stops. A
+        site without audio now (a Wyoming request's, an announcement's) has its runs cancelled;
+        an unknown site is a KeyError."""
+        siteless = self._siteless.get(site_id) if site_id and site_id not in self.sites else None
+        if siteless is not None:
+            for run in list(siteless.runs.values()):
+                run.cancel("cancelled")
+            return
         targets = [self._site(site_id)] if site_id else list(self.sites.values())
         for site in targets:
             site.cancel("cancelled")

@@ -4,6 +4,7 @@ plays for Home Assistant, its entities' commands."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -200,7 +201,8 @@ class Device:
             command = message.command
             if command == MediaPlayerCommand.STOP:
                 self.timers.stop("media player stop")
-                self.app.cancel(self.site_id)
+                with contextlib.suppress(KeyError):  # nothing ever ran at a site not connected
+                    self.app.cancel(self.site_id)
             elif command in (MediaPlayerCommand.MUTE, MediaPlayerCommand.UNMUTE):
                 self.state.sound_muted = command == MediaPlayerCommand.MUTE
         if message.has_media_url and message.key == MEDIA_PLAYER_KEY:
