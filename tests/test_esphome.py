@@ -195,7 +195,7 @@ async def daemon(
         pipeline={"source": [], "sink": ["wav"], "service": ["mqtt", "esphome"]},
         stages={"sink": {"wav": {"path": str(answers), "realtime": True}},
                 "service": {"mqtt": {"host": "127.0.0.1", "port": broker.port},
-                            "esphome": {"devices": [
+                            "esphome": {"zeroconf": True, "devices": [
                     {"site_id": "default", "port": 0},
                     {"site_id": "porch", "port": 0},
                     {"site_id": "hall", "port": 0, "encryption_key": KEY},
@@ -425,3 +425,30 @@ async def test_the_media_players_stop_cuts_an_announcement_short(
     assert seconds_of(new[0]) < 6  # of the 8 s tone
     ended = [e for e in daemon.recorder.of("run-end") if e.site_id == "default"]
     assert ended[-1].data["reason"] == "cancelled"
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_the_devices_are_announced_over_mdns_on_their_interface(daemon: Pipeline) -> None:
+    from zeroconf import IPVersion
+    from zeroconf.asyncio import AsyncZeroconf
+
+    zeroconf = AsyncZeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
+    try:
+        devices = daemon.stage("service", "esphome").devices
+        found = {}
+        for site, device in devices.items():
+            info = await zeroconf.async_get_service_info(
+                "_esphomelib._tcp.local.", f"{device.name}._esphomelib._tcp.local.", 5000
+            )
+            assert info is not None, site
+            found[site] = info
+    finally:
+        await zeroconf.async_close()
+    hall = found["hall"]
+    assert hall.port == devices["hall"].address[1]
+    assert hall.parsed_addresses() == ["127.0.0.1"]
+    mac = devices["hall"].config.mac_address().replace(":", "").lower()
+    assert hall.properties[b"mac"] == mac.encode()
+    assert hall.properties[b"api_encryption"] == b"Noise_NNpsk0_25519_ChaChaPoly_SHA256"
+    assert b"api_encryption" not in found["default"].properties

@@ -76,6 +76,11 @@ class EsphomeOptions(BaseModel):
         description="listen beyond loopback without encryption (anyone on the network can "
         "then use the microphone and speaker)",
     )
+    zeroconf: bool = Field(
+        False,
+        description="announce the devices over mDNS (_esphomelib._tcp) on the interface they "
+        "listen on, so Home Assistant discovers them",
+    )
     max_connections: int = Field(4, ge=1, le=64, description="open connections per device")
     max_frame_bytes: int = Field(
         256 << 10, ge=1024, le=16 << 20, description="the largest frame a client may send"

@@ -11,6 +11,7 @@ from voiced.api.events import Event, EventType
 from voiced.api.hooks import hookimpl
 
 from .device import Device
+from .discovery import Announcer
 from .options import EsphomeOptions
 
 log = logging.getLogger(__name__)
@@ -23,7 +24,7 @@ class EsphomeService:
         self.options = options
         self.app = app
         self.devices = {d.site_id: Device(d, options, app) for d in options.devices}
-        self._pending_wake_words: set[str] = set()  # sites whose choice waits for their audio
+        self.announcer = Announcer(options.host) if options.zeroconf else None
 
     def load(self) -> None:
         """Learn the wake words on offer from the configured wake stages (not loaded here)."""
@@ -48,8 +49,12 @@ class EsphomeService:
             log.warning("esphome: no devices configured ([[stages.service.esphome.devices]])")
         for device in self.devices.values():
             await device.start()
+        if self.announcer is not None:
+            await self.announcer.start(list(self.devices.values()))
 
     async def stop(self) -> None:
+        if self.announcer is not None:
+            await self.announcer.stop()
         await asyncio.gather(*(d.stop() for d in self.devices.values()))
 
     @hookimpl
