@@ -274,6 +274,12 @@ def english(ha: HomeAssistant, domain: str, engine_id: str) -> str:
     return next(code for code in ["en", "en_US", "en-US", *languages] if code in languages)
 
 
+def state_of(ha: HomeAssistant, entity_id: str) -> str | None:
+    """An entity's state, or None while Home Assistant has none for it."""
+    found = ha.state(entity_id)
+    return found["state"] if found else None
+
+
 def _with_stt_and_tts(found: dict[str, str]) -> dict[str, str] | None:
     return found if {"stt", "tts", "conversation"} <= set(found) else None
 
@@ -371,7 +377,7 @@ def test_start_conversation_speaks_then_home_assistant_hears_the_answer(
     ha.wait(lambda: any("time" in t for t in stt_texts(ha)), 60, "HA heard the answer")
     reply = new_answer(voiced, [*before, question], 60)  # Home Assistant's answer, played here
     assert heard(whisper, reply), "Home Assistant's answer is silent"
-    ha.wait(lambda: ha.state(satellite)["state"] == "idle", 30, "the satellite idle again")
+    ha.wait(lambda: state_of(ha, satellite) == "idle", 30, "the satellite idle again")
 
 
 def test_the_wake_word_hands_the_turn_to_home_assistants_pipeline(
@@ -392,14 +398,14 @@ def test_the_wake_word_hands_the_turn_to_home_assistants_pipeline(
 def test_the_mute_switch_mutes_the_sites_microphone(ha: HomeAssistant, voiced: Voiced) -> None:
     mute = esphome_entities(ha)["mute"]
     ha.post("/api/services/switch/turn_on", {"entity_id": mute})
-    ha.wait(lambda: ha.state(mute)["state"] == "on", 15, "the switch on")
+    ha.wait(lambda: state_of(ha, mute) == "on", 15, "the switch on")
     ha.wait(lambda: any(e["data"]["muted"] for e in voiced.events("muted")), 15, "site muted")
     runs_before = len(pipeline_runs(ha))
     voiced.microphone.say(steady_piper("Hey Jarvis") + silence(3.0))
     time.sleep(5)
     assert len(pipeline_runs(ha)) == runs_before  # a muted site hears no wake word
     ha.post("/api/services/switch/turn_off", {"entity_id": mute})
-    ha.wait(lambda: ha.state(mute)["state"] == "off", 15, "the switch off")
+    ha.wait(lambda: state_of(ha, mute) == "off", 15, "the switch off")
 
 
 def test_the_wake_word_select_picks_the_word_the_site_acts_on(
@@ -407,7 +413,7 @@ def test_the_wake_word_select_picks_the_word_the_site_acts_on(
 ) -> None:
     select = esphome_entities(ha)["wake_word"]
     ha.post("/api/services/select/select_option", {"entity_id": select, "option": "Alexa"})
-    ha.wait(lambda: ha.state(select)["state"] == "Alexa", 15, "Alexa chosen")
+    ha.wait(lambda: state_of(ha, select) == "Alexa", 15, "Alexa chosen")
     runs_before = len(pipeline_runs(ha))
     voiced.microphone.say(steady_piper("Hey Jarvis") + silence(3.0))
     time.sleep(5)
@@ -496,8 +502,9 @@ def rings(voiced: Voiced) -> list[dict[str, Any]]:
 
 
 def select(ha: HomeAssistant, entity_id: str, option: str) -> None:
+    """Pick an option of a select entity and wait until Home Assistant shows it."""
     ha.post("/api/services/select/select_option", {"entity_id": entity_id, "option": option})
-    ha.wait(lambda: ha.state(entity_id)["state"] == option, 15, f"{entity_id} at {option}")
+    ha.wait(lambda: state_of(ha, entity_id) == option, 15, f"{entity_id} at {option}")
 
 
 def test_a_spoken_timer_runs_in_home_assistant_and_rings_until_the_stop_word(
@@ -536,7 +543,7 @@ def test_an_encrypted_device_is_added_with_its_key(ha: HomeAssistant, voiced: Vo
     entry_id = entry["result"]["entry_id"]
     satellite = ha.wait(lambda: esphome_entities(ha, entry_id).get("assist_satellite"), 60,
                         "the hall's satellite")  # fmt: skip
-    ha.wait(lambda: ha.state(satellite)["state"] == "idle", 30, "the hall's satellite idle")
+    ha.wait(lambda: state_of(ha, satellite) == "idle", 30, "the hall's satellite idle")
 
 
 def test_the_daemon_stops_on_sigterm_with_home_assistant_connected(

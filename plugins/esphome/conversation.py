@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_LISTEN_SECONDS = 30.0  # a turn whose end Home Assistant never hears gives the mic back
+MAX_TURN_SECONDS = 30.0  # a turn still listening (or not answered) this long is ended
 EventKind = VoiceAssistantEventType
 GIVES_BACK_THE_MIC = (
     EventKind.VOICE_ASSISTANT_STT_VAD_END,
@@ -68,7 +68,7 @@ class Conversation:
             )
         )
         loop = asyncio.get_running_loop()
-        self._limit = loop.call_later(MAX_LISTEN_SECONDS, self._listened_too_long)
+        self._limit = loop.call_later(MAX_TURN_SECONDS, self._too_long)
         self.device.emit("pipeline-start", reason=reason)
         return True
 
@@ -80,13 +80,13 @@ class Conversation:
         self._give_back()
         if not self.run_ended:
             connection.send(api.VoiceAssistantRequest(start=False))
-        self.connection = None
+        self._done()
         self.device.emit("pipeline-end", reason=reason)
 
     def lost(self, connection: Connection) -> None:
         if connection is self.connection:
             self._give_back()
-            self.connection = None
+            self._done()
 
     # -- from Home Assistant ---------------------------------------------------------------
 
@@ -129,7 +129,7 @@ class Conversation:
         elif kind == EventKind.VOICE_ASSISTANT_RUN_END:
             self.run_ended = True
             if self.speaking is None or self.speaking.done():
-                self.connection = None
+                self._done()
 
     async def _speak(self, url: str) -> None:
         """Home Assistant's answer on the site's speaker; then, if it asked something, the
@@ -139,23 +139,33 @@ class Conversation:
         if connection is not None:
             connection.send(api.VoiceAssistantAnnounceFinished(success=played))
         if self.run_ended and self.connection is connection:
-            self.connection = None
+            self._done()
         if played and self.continue_conversation and connection is not None:
             self.start(connection, reason="continue-conversation")
 
     def _give_back(self) -> None:
-        if self._limit is not None:
-            self._limit.cancel()
-            self._limit = None
         if self.streaming:
             self.streaming = False
             self.device.app.lend_audio(self.device.site_id, None)
 
-    def _listened_too_long(self) -> None:
+    def _done(self) -> None:
+        """The turn is over: the next may start."""
+        self.connection = None
+        if self._limit is not None:
+            self._limit.cancel()
+            self._limit = None
+
+    def _too_long(self) -> None:
+        """Still listening, or no answer from Home Assistant: the turn ends (an answer being
+        played finishes the turn itself)."""
         self._limit = None
+        if self.speaking is not None and not self.speaking.done():
+            return
+        what = "heard no end of speech" if self.streaming else "did not finish the turn"
         log.info(
-            "esphome %s: Home Assistant heard no end of speech in %g s; stopped",
+            "esphome %s: Home Assistant %s in %g s; stopped",
             self.device.name,
-            MAX_LISTEN_SECONDS,
+            what,
+            MAX_TURN_SECONDS,
         )
-        self.end("listened too long")
+        self.end(what)
