@@ -35,6 +35,7 @@ COMPONENTS = (
     "api", "config", "websocket_api", "onboarding", "intent", "conversation",
     "assist_pipeline", "assist_satellite", "stt", "tts", "wake_word", "ffmpeg", "mqtt",
     "wyoming", "file_upload", "person", "auth", "http", "homeassistant", "frontend",
+    "esphome",
 )  # fmt: skip
 """Integrations the tests load (Home Assistant loads their dependencies too)."""
 CACHE = Path(os.environ.get("VOICED_TEST_CACHE", Path.home() / ".cache" / "voiced-tests"))
@@ -70,7 +71,7 @@ def ha_venv() -> Path:
     """The cached venv with Home Assistant; built (under a lock) when missing."""
     target = CACHE / f"homeassistant-{HA_VERSION}"
     if (target / "ready").exists():
-        return target
+        return _topped_up(target)
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / f"homeassistant-{HA_VERSION}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be building it
@@ -91,6 +92,26 @@ def ha_venv() -> Path:
         if target.exists():
             shutil.rmtree(target)
         build.rename(target)  # `bin/python -m ...` still works in a moved venv
+    return target
+
+
+def _topped_up(target: Path) -> Path:
+    """A cached venv built before an integration joined ``COMPONENTS`` gets its requirements."""
+    python = str(target / "bin" / "python")
+    installed = (target / "ready").read_text().split()
+    wanted = subprocess.run(
+        [python, "-c", _REQUIREMENTS, *COMPONENTS], capture_output=True, text=True, check=True
+    ).stdout.split()
+    missing = [r for r in wanted if r not in installed]
+    if missing:
+        with open(CACHE / f"homeassistant-{HA_VERSION}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            subprocess.run(
+                [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 *missing],
+                check=True,
+            )  # fmt: skip
+            (target / "ready").write_text(" ".join(sorted({*installed, *missing})) + "\n")
     return target
 
 
@@ -123,6 +144,7 @@ homeassistant:
   latitude: 0
   longitude: 0
   elevation: 0
+  internal_url: http://127.0.0.1:{port}
 http:
   server_host: 127.0.0.1
   server_port: {port}

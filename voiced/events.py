@@ -215,7 +215,8 @@ class Shutdown(Payload):
 @dataclass(frozen=True)
 class RunStart(Payload):
     """A run began. ``reason``: wake, barge-in, speech, command, follow-up, say, or
-    wyoming-<request> (transcribe, detect, synthesize, recognize, transcript, intent)."""
+    wyoming-<request> (transcribe, detect, synthesize, recognize, transcript, intent), or what
+    ``Assistant.play`` was given (the esphome service: announce, answer, media, timer)."""
 
     TYPE = EventType.RUN_START
     reason: str
@@ -361,7 +362,8 @@ class PlaybackEnd(Payload):
 class RunEnd(Payload):
     """A run ended, once. ``reason``: done, error, cancelled, barge-in, no-speech,
     no-speech-timeout, wake-again, muted, end-of-stream, dropped (ASR overload), shutdown
-    (still open when the daemon stopped), and for
+    (still open when the daemon stopped), lent (the microphone went to another assistant:
+    Home Assistant's pipeline), and for
     Wyoming requests not-detected, replaced, disconnected. ``latency_s``: speech end to the
     end of the answer (done runs that heard speech)."""
 

@@ -12,14 +12,14 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from voiced import events as ev
 from voiced.arbiter import WakeArbiter
 from voiced.asr_queue import UtteranceQueue
-from voiced.audio import PCM_BYTES_PER_SECOND, AudioFormat
+from voiced.audio import PCM_BYTES_PER_SECOND, AudioChunk, AudioFormat
 from voiced.building import make_stage
 from voiced.chain import ChainError, EngineChain
 from voiced.config import Settings
@@ -104,6 +104,7 @@ class Pipeline:
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
+        self._wake_words: dict[str, set[str]] = {}  # the wake words a site acts on, if chosen
         self._says = Admission(settings.pipeline.max_commands_per_site, "say")
         self._built = False
 
@@ -162,6 +163,62 @@ class Pipeline:
             task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
             await asyncio.shield(task)
 
+    async def play(self, audio: list[AudioChunk], site_id: str, reason: str = "play") -> bool:
+        """Play audio made elsewhere (an announcement) at a site, as a run of its own; True
+        once played, False when it was cancelled (barge-in, cancel) or failed."""
+        if site_id not in self.sites and site_id != self.settings.site_id:
+            message = f"{reason}: site {site_id!r} has no speaker now (not connected)"
+            log.warning("%s", message)
+            self.emit(error_event("sink", message, None, site_id))
+            return False
+        run = self.start_run(site_id, reason, phase=Phase.SPEAKING)
+        task = run.answer_in(self._spawn(self._play_run(run, audio)))
+        try:
+            return bool(await asyncio.shield(task))
+        except asyncio.CancelledError:
+            if task.cancelled():
+                return False
+            raise
+
+    async def _play_run(self, run: Run, audio: list[AudioChunk]) -> bool:
+        sinks = self._sinks_of(run.site_id)
+        players = [sink.play(_replay(audio), run.run_id, run.site_id) for sink in sinks]
+        try:
+            await asyncio.gather(*players)
+        except asyncio.CancelledError:
+            run.end("cancelled")
+            raise
+        except Exception as exc:
+            log.warning("[%s] playing failed: %s", run.site_id, exc)
+            self.emit(error_event("sink", str(exc), run.run_id, run.site_id))
+            run.end("error")
+            return False
+        self.emit(ev.PlaybackEnd(len(sinks)).event(run.run_id, run.site_id))
+        run.end("done")
+        return True
+
+    def lend_audio(self, site_id: str, listener: Callable[[AudioChunk], None] | None) -> bool:
+        """Hand a site's microphone audio to ``listener`` instead of its own wake and VAD
+        (None gives it back); False when the site has no audio of its own."""
+        site = self.sites.get(site_id)
+        if site is None:
+            return False
+        site.lend(listener)
+        return True
+
+    def set_wake_words(self, site_id: str, words: set[str] | None) -> bool:
+        """Act only on these wake words at a site (None: on every one its wake stages hear),
+        now and whenever its audio comes (back); False when it has no audio now."""
+        if words is None:
+            self._wake_words.pop(site_id, None)
+        else:
+            self._wake_words[site_id] = set(words)
+        site = self.sites.get(site_id)
+        if site is None:
+            return False
+        site.wake_words = words
+        return True
+
     def knows_site(self, site_id: str) -> bool:
         """The daemon's own site, a site with audio (a source, a satellite), or one that had
         runs of its own (a Wyoming client's requests)."""
@@ -183,6 +240,14 @@ class Pipeline:
             self._muted_sites.clear()
 
     def cancel(self, site_id: str | None = None) -> None:
+        """Cancel the runs in flight at a site (every site when None): its playback stops. A
+        site without audio now (a Wyoming request's, an announcement's) has its runs cancelled;
+        an unknown site is a KeyError."""
+        siteless = self._siteless.get(site_id) if site_id and site_id not in self.sites else None
+        if siteless is not None:
+            for run in list(siteless.runs.values()):
+                run.cancel("cancelled")
+            return
         targets = [self._site(site_id)] if site_id else list(self.sites.values())
         for site in targets:
             site.cancel("cancelled")
@@ -597,6 +662,7 @@ class Pipeline:
             commit_early=self._commit_early,
             open_stream=self._open_stream,
         )
+        site.wake_words = self._wake_words.get(site_id)
         self.sites[site_id] = site
         siteless = self._siteless.pop(site_id, None)
         for run in siteless.runs.values() if siteless else []:
@@ -864,6 +930,11 @@ class Pipeline:
         if site_id not in self.sites:
             raise KeyError(f"no site {site_id!r}; sites: {', '.join(self.sites) or 'none'}")
         return self.sites[site_id]
+
+
+async def _replay(audio: list[AudioChunk]) -> AsyncIterator[AudioChunk]:
+    for chunk in audio:
+        yield chunk
 
 
 def _close_all(stages: list[Any]) -> None:

@@ -38,6 +38,7 @@ BUILTIN_ORDER = (
     "home_assistant",
     "remote",
     "asr_pool",
+    "esphome",
 )
 
 

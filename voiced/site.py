@@ -88,6 +88,10 @@ class Site(SiteRuns):
         self.current: Run | None = None  # the run being listened to
         self.awake_until: float | None = None  # stream time; None = not awake
         self.clock = 0.0  # seconds of audio fed here (the segmenter counts only what VAD saw)
+        # Another assistant hearing this microphone for a while (Home Assistant's pipeline):
+        # while set, the audio goes to it and not through this site's own wake and VAD.
+        self.lent_to: Callable[[AudioChunk], None] | None = None
+        self.wake_words: set[str] | None = None  # the wake words acted on; None: every one
         if muted:
             emit(ev.Muted(True, "config").event(None, site_id))
         super().__init__(site_id, emit, muted)
@@ -112,6 +116,13 @@ class Site(SiteRuns):
         if self.muted:
             return
         self.clock += chunk.seconds
+        if self.lent_to is not None:
+            self.lent_to(chunk)
+            return
+        await self._hear(chunk)
+
+    async def _hear(self, chunk: AudioChunk) -> None:
+        """This site's own wake word, VAD and utterances on a chunk of its audio."""
         speech_barge_in = bool(self.speaking) and self.conversation.barge_in == "speech"
         if self.wakes:
             detection = self._detect(chunk)
@@ -183,6 +194,17 @@ class Site(SiteRuns):
         self.update_state()
         return self.current
 
+    def lend(self, listener: Callable[[AudioChunk], None] | None) -> None:
+        """Hand this microphone's audio to ``listener`` (None: hear it here again). A run being
+        listened to ends; wake and VAD start afresh when the audio comes back."""
+        if listener is not None and self.current is not None:
+            self._end_listening("lent")
+        self.lent_to = listener
+        self.segmenter.reset()
+        self._drop_stream()
+        for wake in self.wakes:
+            wake.reset()
+
     def cancel(self, reason: str = "cancelled") -> int:
         """Stop every run in flight here (playback included); returns how many."""
         cancelled = 0
@@ -203,6 +225,8 @@ class Site(SiteRuns):
             return None  # already listening for the command
         for wake in self.wakes:
             detection = wake.process(chunk)
+            if detection is not None and self.wake_words is not None:
+                detection = detection if detection.name in self.wake_words else None
             if detection is not None:
                 for other in self.wakes:
                     other.reset()
