@@ -15,6 +15,7 @@ import contextlib
 import os
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -51,15 +52,13 @@ class RunQueueWait:
             self._fd: int | None = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
         except OSError:
             self._fd = None
+        else:  # closed with the object: the block may end inside a callback being timed
+            weakref.finalize(self, os.close, self._fd)
 
     def seconds(self) -> float:
         if self._fd is None:
             return 0.0
         return int(os.pread(self._fd, 100, 0).split()[1]) / 1e9
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
 
 
 @contextlib.contextmanager
@@ -84,4 +83,3 @@ def loop_lag(cpu_limit: float = 0.1, wall_limit: float = 1.0) -> Iterator[LoopLa
         yield monitor
     finally:
         asyncio.events.Handle._run = original  # type: ignore[method-assign]
-        waiting.close()
