@@ -111,3 +111,6 @@ class RunContext:
     app: Assistant | None = None
     started: float = field(default_factory=time.monotonic)
     data: dict[str, Any] = field(default_factory=dict)
+    speaker: str | None = None
+    """Who spoke: an enrolled name, ``unknown``, or None when nobody was told (no speaker
+    stage, or no audio: a text request). ``data["speaker"]`` has the score too."""

@@ -36,6 +36,7 @@ class EventType(StrEnum):
     TRANSCRIPT = "transcript"
     INTENT = "intent"
     INTENT_NOT_RECOGNIZED = "intent-not-recognized"
+    INTENT_REFUSED = "intent-refused"
     HANDLED = "handled"
     TTS_START = "tts-start"
     TTS_AUDIO = "tts-audio"
@@ -280,6 +281,8 @@ class Transcript(Payload):
     asr_seconds: float
     rtf: float | None
     no_speech: bool
+    speaker: str | None = omitted()  # who spoke (an enrolled name or "unknown"), when told
+    speaker_score: float | None = omitted()  # similarity with the closest enrolled voice
     via: str | None = omitted()
     extra: dict[str, Any] = field(default_factory=dict, metadata=EXTRA)
 
@@ -296,6 +299,24 @@ class Intent(Payload):
     recognizer: str
     data: dict[str, Any]
     latency_s: float | None = omitted()
+    speaker: str | None = omitted()
+    speaker_score: float | None = omitted()
+    via: str | None = omitted()
+
+
+@dataclass(frozen=True)
+class IntentRefused(Payload):
+    """A recognized command the speaker may not give (``[[speakers.permissions]]``): not
+    handled; ``speech`` is the answer spoken instead; ``rule`` the rule that refused it."""
+
+    TYPE = EventType.INTENT_REFUSED
+    name: str
+    text: str
+    speaker: str
+    speaker_score: float | None
+    rule: str
+    allow: list[str]
+    speech: str
     via: str | None = omitted()
 
 
@@ -429,6 +450,7 @@ PAYLOADS: dict[str, type[Payload]] = {
         Transcript,
         Intent,
         IntentNotRecognized,
+        IntentRefused,
         Handled,
         TtsStart,
         TtsAudio,

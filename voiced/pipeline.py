@@ -40,6 +40,7 @@ from voiced.run import (
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
+from voiced.speaker_id import SpeakerId
 from voiced.speech_cache import Anticipated, SpeechCache, anticipate, prewarm
 from voiced.speech_stream import SpeechStream
 from voiced.stages import Sink, Source
@@ -81,6 +82,8 @@ class Pipeline:
         self.services_offline: str | None = None
         self.asr: EngineChain | None = None
         self.tts: EngineChain | None = None
+        self.speakers: SpeakerId | None = None  # who is speaking (pipeline.speaker)
+        self._speaker_stages: list[tuple[str, Any]] = []
         self.voices: LanguageVoices | None = None  # the TTS chain per language (sites)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._workers: list[asyncio.Task[Any]] = []
@@ -227,6 +230,7 @@ class Pipeline:
         if self.asr is None or self.queue is None:
             raise run.failed("asr", RuntimeError("no asr stage is loaded"))
         run.speech_ended()
+        run.identify(audio)
         reply: asyncio.Future[Transcript] = asyncio.get_running_loop().create_future()
         run.set_phase(Phase.THINKING)
         await self._submit(Utterance(run, audio, "request", language, reply))
@@ -343,6 +347,8 @@ class Pipeline:
         if wanted("tts"):
             engines = [(n, make("tts", n)) for n in p.tts]
             self.tts = EngineChain("tts", engines, self.emit, **chain_options)
+        if wanted("speaker"):
+            self._speaker_stages = [(n, make("speaker", n)) for n in p.speaker]
         for kind, names in (("intent", p.intent), ("handler", p.handler), ("service", p.service)):
             for name in names if wanted(kind) else []:
                 self.components[(kind, name)] = make(kind, name)
@@ -376,6 +382,7 @@ class Pipeline:
                     await self.in_thread(chain.load)
                 except ChainError as exc:
                     raise StartupError(str(exc)) from None
+        await self._load_speakers()
         if self.tts is not None:
             self.voices = LanguageVoices(
                 self.tts, self._voice_stage, self.emit, self.settings.site_id, self.settings.voices
@@ -405,6 +412,22 @@ class Pipeline:
             self.answers_anticipated = asyncio.create_task(
                 self._anticipate_answers(), name="anticipate"
             )
+
+    async def _load_speakers(self) -> None:
+        """The first ``pipeline.speaker`` encoder that loads tells who speaks; a voices file
+        that cannot be used is an error event, and every speaker is then ``unknown``."""
+        for name, stage in self._speaker_stages:
+            speakers = SpeakerId(name, stage, self.settings.speakers)
+            try:
+                await self.in_thread(speakers.load)
+            except Exception as exc:
+                self._optional_failed("speaker", name, exc, "load")
+                continue
+            if speakers.disabled is not None:
+                log.error("speakers: %s", speakers.disabled)
+                self.emit(error_event("speaker", speakers.disabled, None, self.settings.site_id))
+            self.speakers = speakers
+            return
 
     async def _cache_answers(self) -> int:
         """The handlers' fixed answers into the speech cache, after start-up and only while
@@ -732,6 +755,7 @@ class Pipeline:
         second ASR or recognition pass."""
         try:
             if speculation is not None and speculation.intent is not None:
+                await run.speaker()  # on the transcript and intent events commit emits
                 run.commit(speculation)
                 response = await run.handle(speculation.intent)
             else:
@@ -828,6 +852,7 @@ class Pipeline:
                 stages += [engine for _, engine in chain.loaded]
         if self.voices is not None:
             self.voices.close()
+        stages += [stage for _, stage in self._speaker_stages]
         for stage in stages:
             try:
                 stage.close()

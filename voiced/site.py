@@ -340,6 +340,7 @@ class Site(SiteRuns):
         stream_time = round(self._time_of(event.stream_time), 3)
         run.emit(ev.VadEnd(stream_time, round(event.seconds, 3), event.reason))
         run.speech_ended()
+        run.identify(event.audio)  # who spoke, beside ASR (when the daemon tells speakers)
         run.set_phase(Phase.THINKING)  # queued for ASR (or answering an early commit)
         return run
 
