@@ -14,10 +14,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from voiced.intents import Intent
-from voiced.speakers import UNKNOWN
+from voiced.speakers import UNKNOWN, MatchRule
 
 ANYONE = "anyone"
-DEFAULT_THRESHOLD = 0.75  # replaced by the benchmark's tuning split
+# Chosen on the tuning split of benchmarks/speakers.py (docs/speakers.md has the figures).
+DEFAULT_THRESHOLD = 0.028
+DEFAULT_STRANGER = 0.3
+DEFAULT_ALONE = 0.635
 
 
 class Strict(BaseModel):
@@ -95,10 +98,23 @@ class SpeakersConfig(Strict):
 
     threshold: float = Field(
         DEFAULT_THRESHOLD,
+        ge=-2.0,
+        le=2.0,
+        description="how much closer an utterance must be to the closest enrolled voice than "
+        "to the runner-up (or the stranger/alone floor) to be named; else it is unknown",
+    )
+    stranger: float = Field(
+        DEFAULT_STRANGER,
         ge=-1.0,
         le=1.0,
-        description="cosine similarity an utterance needs with an enrolled voice to be named; "
-        "below it the speaker is unknown",
+        description="similarity a voice nobody enrolled typically reaches: the runner-up "
+        "counts as at least this",
+    )
+    alone: float = Field(
+        DEFAULT_ALONE,
+        ge=-1.0,
+        le=1.0,
+        description="the runner-up's similarity when only one voice is enrolled",
     )
     file: str = Field(
         "speakers.json",
@@ -116,6 +132,9 @@ class SpeakersConfig(Strict):
     permissions: list[PermissionRule] = Field(
         default_factory=list, description="who may do what; none: everyone may do everything"
     )
+
+    def rule(self) -> MatchRule:
+        return MatchRule(self.threshold, self.stranger, self.alone)
 
     def refusal_text(self, speaker: str) -> str:
         if speaker == UNKNOWN:

@@ -68,7 +68,7 @@ class SpeakerId:
         except NoVoice:
             return SpeakerMatch(UNKNOWN, None)
         with self._lock:
-            return self.book.identify(voice.vector, self.config.threshold)
+            return self.book.identify(voice.vector, self.config.rule())
 
     def enroll(self, name: str, vectors: list[Any]) -> None:
         """Add or replace a voice while the daemon runs (and save the file)."""
