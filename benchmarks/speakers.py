@@ -8,6 +8,10 @@ the same sentences. Sentences 0-11 are the tuning split (the default threshold, 
 enrollment check's two-voices floor, are chosen there); the figures come from sentences
 12-23, which nothing was tuned on.
 
+The two-voices check of enrollment is tuned to refuse at most 5 % of the tuning split's
+one-voice clips (two sentences of one voice); its catch rate is on two-voice clips (a
+sentence each of two voices, each voice paired with the next in name order).
+
 Reported: equal error rate (EER) of verification trials (every test utterance against every
 enrolled voice), false accepts and false rejects at the tuned threshold, identification as
 the daemon does it (closest voice, or unknown below the threshold), per condition, the
@@ -375,14 +379,17 @@ def run(args: argparse.Namespace) -> Section:
     ]  # fmt: skip
     one_t, two_t = two_voice_stats(encoder, tuning)
     one_e, two_e = two_voice_stats(encoder, evaluate)
-    two_eer, floor = eer(np.array(one_t), np.array(two_t))
-    miss = float(np.mean(np.array(two_e) >= floor)) if two_e else None
+    # A person enrolling must rarely be refused: the floor refuses 5 % of the tuning split's
+    # one-voice clips, and the table says how many two-voice clips it then catches.
+    floor = float(np.percentile(one_t, 5))
+    caught_t = float(np.mean(np.array(two_t) < floor))
+    caught = float(np.mean(np.array(two_e) < floor)) if two_e else None
     false_alarm = float(np.mean(np.array(one_e) < floor)) if one_e else None
     section.rows.append(
-        Row("enrollment", f"two-voice clips not caught (floor {floor:.3f})", "%",
-            None if miss is None else miss * 100, runs=len(two_e),
+        Row("enrollment", f"two-voice clips caught (floor {floor:.3f})", "%",
+            None if caught is None else caught * 100, runs=len(two_e),
             note=f"one-voice clips refused {false_alarm:.1%} of {len(one_e)}; "
-            f"tuning EER {two_eer:.1%}")
+            f"tuning: {caught_t:.1%} caught")
     )  # fmt: skip
     times = [t["s"] for t in evaluate]
     seconds = [len(t["pcm"]) / 2 / RATE for t in evaluate]

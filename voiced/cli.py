@@ -530,7 +530,7 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     stage_args(p, ("tts", "sink"))
     p.set_defaults(func=cmd_say)
 
-    from voiced import doctor, service_install
+    from voiced import doctor, service_install, speakers_cli
 
     p = sub.add_parser("doctor", help=doctor.HELP, description=doctor.HELP)
     doctor.configure_doctor_parser(p)
@@ -540,6 +540,9 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     )
     service_install.configure_install_parser(p)
     p.set_defaults(func=service_install.run_install_service)
+    p = sub.add_parser("speakers", help=speakers_cli.HELP, description=speakers_cli.HELP)
+    speakers_cli.configure_speakers_parser(p)
+    p.set_defaults(func=speakers_cli.run_speakers)
 
     groups: dict[str, argparse._SubParsersAction] = {}
     for name, help_text, configure, func in extra:
