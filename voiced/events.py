@@ -37,6 +37,8 @@ class EventType(StrEnum):
     INTENT = "intent"
     INTENT_NOT_RECOGNIZED = "intent-not-recognized"
     INTENT_REFUSED = "intent-refused"
+    SPEAKER_ENROLLED = "speaker-enrolled"
+    SPEAKER_FORGOTTEN = "speaker-forgotten"
     HANDLED = "handled"
     TTS_START = "tts-start"
     TTS_AUDIO = "tts-audio"
@@ -321,6 +323,23 @@ class IntentRefused(Payload):
 
 
 @dataclass(frozen=True)
+class SpeakerEnrolled(Payload):
+    """A voice was enrolled (or replaced) while the daemon runs; only embeddings are kept."""
+
+    TYPE = EventType.SPEAKER_ENROLLED
+    name: str
+    clips: int
+
+
+@dataclass(frozen=True)
+class SpeakerForgotten(Payload):
+    """A voice was removed while the daemon runs."""
+
+    TYPE = EventType.SPEAKER_FORGOTTEN
+    name: str
+
+
+@dataclass(frozen=True)
 class IntentNotRecognized(Payload):
     """No recognizer matched; ``reasons`` are the recognizers' own (``intent_errors``)."""
 
@@ -451,6 +470,8 @@ PAYLOADS: dict[str, type[Payload]] = {
         Intent,
         IntentNotRecognized,
         IntentRefused,
+        SpeakerEnrolled,
+        SpeakerForgotten,
         Handled,
         TtsStart,
         TtsAudio,

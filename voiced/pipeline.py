@@ -24,6 +24,7 @@ from voiced.building import make_stage
 from voiced.chain import ChainError, EngineChain
 from voiced.config import Settings
 from voiced.context import RunContext
+from voiced.enroll_at_site import enroll_at_site
 from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.limits import Admission, CommandRefused, TextTooLong, check_say_text
@@ -164,6 +165,17 @@ class Pipeline:
             run = self.start_run(site_id, "say", phase=Phase.SPEAKING)
             task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
             await asyncio.shield(task)
+
+    async def enroll_speaker(self, name: str, site_id: str | None = None) -> bool:
+        """Learn a voice at a site: the guided sentences through its speaker and microphone."""
+        return await enroll_at_site(self, name, site_id)
+
+    def forget_speaker(self, name: str) -> bool:
+        """Remove an enrolled voice; False when there was none of that name."""
+        if self.speakers is None or not self.speakers.forget(name):
+            return False
+        self.emit(ev.SpeakerForgotten(name.strip().lower()).event(None, self.settings.site_id))
+        return True
 
     def knows_site(self, site_id: str) -> bool:
         """The daemon's own site, a site with audio (a source, a satellite), or one that had
