@@ -359,8 +359,9 @@ class Pipeline:
         if wanted("tts"):
             engines = [(n, make("tts", n)) for n in p.tts]
             self.tts = EngineChain("tts", engines, self.emit, **chain_options)
-        if wanted("speaker"):
-            self._speaker_stages = [(n, make("speaker", n)) for n in p.speaker]
+        self._speaker_stages = (
+            _named_stages(make, "speaker", p.speaker) if wanted("speaker") else []
+        )
         for kind, names in (("intent", p.intent), ("handler", p.handler), ("service", p.service)):
             for name in names if wanted(kind) else []:
                 self.components[(kind, name)] = make(kind, name)
@@ -901,6 +902,10 @@ class Pipeline:
         if site_id not in self.sites:
             raise KeyError(f"no site {site_id!r}; sites: {', '.join(self.sites) or 'none'}")
         return self.sites[site_id]
+
+
+def _named_stages(make: Callable[..., Any], kind: str, names: list[str]) -> list[tuple[str, Any]]:
+    return [(name, make(kind, name)) for name in names]
 
 
 def _close_all(stages: list[Any]) -> None:
