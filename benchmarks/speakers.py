@@ -9,8 +9,8 @@ enrollment check's two-voices floor, are chosen there); the figures come from se
 12-23, which nothing was tuned on.
 
 The two-voices check of enrollment is tuned to refuse at most 5 % of the tuning split's
-one-voice clips (two sentences of one voice); its catch rate is on two-voice clips (a
-sentence each of two voices, each voice paired with the next in name order).
+one-voice clips (one clean sentence, as enrollment records); its catch rate is on two-voice
+clips (a sentence each of two voices, each voice paired with the next in name order).
 
 Reported: equal error rate (EER) of verification trials (every test utterance against every
 enrolled voice), false accepts and false rejects at the tuned threshold, identification as
@@ -277,23 +277,22 @@ def identification(tests: list[dict[str, Any]], book: dict[str, np.ndarray], rul
 
 
 def two_voice_stats(encoder: Any, tests: list[dict[str, Any]]) -> tuple[list, list]:
+    """The enrollment check's statistic (``part_agreement``) on one-voice clips (one clean
+    sentence, as enrollment records) and two-voice clips (a sentence each of two voices)."""
     from voiced.enrollment import part_agreement
 
-    """The enrollment check's statistic (``part_agreement``) on one-voice
-    clips (two sentences of one voice) and two-voice clips (one sentence each of two)."""
     clean = [t for t in tests if t["condition"] == "clean"]
     by_voice: dict[str, list[dict[str, Any]]] = {}
     for t in clean:
         by_voice.setdefault(t["voice"], []).append(t)
     names = sorted(by_voice)
     gap = b"\x00\x00" * int(0.3 * RATE)
-    one, two = [], []
+    one = [part_agreement(encoder.embed(t["pcm"])) for t in clean]
+    two = []
     for k, name in enumerate(names):
-        items = by_voice[name]
         other = by_voice[names[(k + 1) % len(names)]]
-        for a, b, c in zip(items, items[1:], other[1:], strict=False):
-            for pcm, out in ((a["pcm"] + gap + b["pcm"], one), (a["pcm"] + gap + c["pcm"], two)):
-                out.append(part_agreement(encoder.embed(pcm)))
+        for a, b in zip(by_voice[name], other[1:], strict=False):
+            two.append(part_agreement(encoder.embed(a["pcm"] + gap + b["pcm"])))
     return one, two
 
 

@@ -65,6 +65,7 @@ def test_the_encoder_gives_unit_embeddings_closer_for_the_same_voice(encoder):
     assert float(a1 @ a2) > float(a1 @ b) + 0.1
 
 
+@pytest.mark.slow
 def test_the_encoder_matches_resemblyzer_to_within_1e_5(encoder):
     torch = pytest.importorskip("torch")
     pytest.importorskip("librosa")
@@ -252,6 +253,7 @@ def voiced(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_voiced_speakers_enrolls_from_wav_files_lists_and_forgets(tmp_path, alice_clips):
     (tmp_path / "none.toml").write_text("")
     files = []
