@@ -95,7 +95,7 @@ def events_of(daemon: DaemonProcess, kind: str) -> list[dict]:
 def test_an_enrolled_voice_unlocks_and_a_stranger_is_refused_aloud(
     tmp_path, voices, mosquitto, mqtt_recorder
 ):
-    lock = mqtt_recorder([LOCK_TOPIC])
+    lock = mqtt_recorder(LOCK_TOPIC)
     alice = steady_piper(COMMAND)
     stranger = espeak(COMMAND, "en-us+m3")
     daemon = start(tmp_path, voices, mosquitto.url, alice + silence(1.5) + stranger + silence(1.5))
@@ -128,7 +128,7 @@ def test_a_corrupted_voices_file_is_an_error_at_start_and_the_daemon_runs_on_ref
 ):
     voices = tmp_path / "speakers.json"
     voices.write_text('{"format": "voiced-speakers/1", "model": "ge2e", "voices": {"alice": 7}}')
-    lock = mqtt_recorder([LOCK_TOPIC])
+    lock = mqtt_recorder(LOCK_TOPIC)
     daemon = start(tmp_path, voices, mosquitto.url, steady_piper(COMMAND) + silence(1.5))
     try:
         error = daemon.wait_event(
