@@ -273,3 +273,19 @@ def test_voiced_speakers_enrolls_from_wav_files_lists_and_forgets(tmp_path, alic
     assert voiced(tmp_path, "speakers", "forget", "alice").returncode == 0
     gone = voiced(tmp_path, "speakers", "forget", "alice")
     assert gone.returncode == 1 and "nobody called 'alice'" in gone.stderr
+
+
+def test_doctor_names_the_weights_and_a_voices_file_it_cannot_read(tmp_path):
+    from voiced_plugins.speaker_ge2e.doctor import speaker_checks
+
+    from voiced.config import Settings
+
+    (tmp_path / "speakers.json").write_text("[1, 2")
+    config = Settings(
+        pipeline={"speaker": ["ge2e"]}, speakers={"file": str(tmp_path / "speakers.json")}
+    )
+    weights, voices = speaker_checks(config)
+    assert weights.ok and weights.detail.endswith("pretrained.pt")
+    assert voices.ok is False and "not a readable voices file" in voices.detail
+    assert "enroll" in voices.fix
+    assert speaker_checks(Settings()) == []  # no speaker stage configured: nothing to check

@@ -12,6 +12,7 @@ from typing import Any
 
 from voiced.api.hooks import hookimpl
 
+from .doctor import speaker_checks
 from .encoder import Ge2eEncoder, Ge2eOptions
 
 
@@ -24,3 +25,8 @@ def voiced_register_stages(register: Any) -> None:
         options=Ge2eOptions,
         description="GE2E speaker encoder (resemblyzer's weights; numpy on CPU, torch on GPU)",
     )
+
+
+@hookimpl
+def voiced_doctor_checks(config: Any) -> list[Any]:
+    return speaker_checks(config)
