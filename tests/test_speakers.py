@@ -289,3 +289,74 @@ def test_doctor_names_the_weights_and_a_voices_file_it_cannot_read(tmp_path):
     assert voices.ok is False and "not a readable voices file" in voices.detail
     assert "enroll" in voices.fix
     assert speaker_checks(Settings()) == []  # no speaker stage configured: nothing to check
+
+
+# -- a run: the speaker beside ASR, on the events, and the permission check ------------------
+
+
+@pytest.fixture
+def small_app(tmp_path, encoder, alice_clips):
+    from wyoming_assistant import ScriptedAsr, SmallAssistant
+
+    unlock_intent = unlock()
+    app = SmallAssistant(
+        ScriptedAsr("unlock the front door"),
+        intents={"unlock the front door": unlock_intent},
+        handles={"HassTurnOff": "Unlocked."},
+    )
+    config = SpeakersConfig(
+        file=str(tmp_path / "speakers.json"),
+        permissions=[PermissionRule(entity="lock.front_door", allow=["alice"])],
+    )
+    app.settings.speakers = config
+    VoiceBook.open(tmp_path / "speakers.json", "ge2e").enroll(
+        "alice", [v.vector for v in voice_of(alice_clips, encoder, FLOOR)]
+    )
+    app.speakers = SpeakerId("ge2e", encoder, config)
+    app.speakers.book = VoiceBook.open(tmp_path / "speakers.json", "ge2e")
+    app.speakers.disabled = None
+    yield app
+    app.close()
+
+
+async def answer_to(app, audio: bytes):
+    from voiced.run import Phase
+
+    run = app.start_run("kitchen", "speech", phase=Phase.THINKING)
+    run.identify(audio)
+    transcript = await run.transcribe(audio)
+    return run, await run.answer(transcript)
+
+
+async def test_an_allowed_speaker_is_handled_and_named_on_the_events(small_app):
+    run, response = await answer_to(small_app, piper("Unlock the front door."))
+    assert response.speech == "Unlocked."
+    assert run.context.speaker == "alice" and run.context.data["speaker"]["name"] == "alice"
+    (transcript,) = small_app.of("transcript")
+    (intent,) = small_app.of("intent")
+    assert transcript.data["speaker"] == intent.data["speaker"] == "alice"
+    assert isinstance(transcript.data["speaker_score"], float)
+    assert small_app.of("intent-refused") == []
+
+
+async def test_a_stranger_is_refused_with_the_spoken_answer_and_an_event(small_app):
+    run, response = await answer_to(small_app, espeak("Unlock the front door.", "en-us+m3"))
+    assert (response.speech, response.handler) == (
+        SpeakersConfig().refused_unknown,
+        "permissions",
+    )
+    (refused,) = small_app.of("intent-refused")
+    assert refused.run_id == run.run_id
+    assert (refused.data["name"], refused.data["speaker"]) == ("HassTurnOff", "unknown")
+    assert refused.data["allow"] == ["alice"]
+    assert small_app.of("handled") == []  # the handlers were never asked
+
+
+async def test_a_run_without_audio_is_unknown_to_the_rules(small_app):
+    from voiced.intents import Transcript
+    from voiced.run import Phase
+
+    run = small_app.start_run("kitchen", "request", phase=Phase.THINKING)
+    response = await run.answer(Transcript("unlock the front door"))
+    assert response.handler == "permissions" and run.context.speaker is None
+    assert "speaker" not in small_app.of("intent")[0].data
