@@ -437,7 +437,6 @@ class Pipeline:
                 self._optional_failed("speaker", name, exc, "load")
                 continue
             if speakers.disabled is not None:
-                log.error("speakers: %s", speakers.disabled)
                 self.emit(error_event("speaker", speakers.disabled, None, self.settings.site_id))
             self.speakers = speakers
             return

@@ -41,19 +41,29 @@ class SpeakerId:
         """Load the encoder (raises what it raises) and open the voices file; a bad file
         leaves ``disabled`` set to the reason instead of raising."""
         self.encoder.load()
+        self._open_book()
+
+    def reconfigure(self, config: SpeakersConfig) -> None:
+        """New ``[speakers]`` settings (a reload): the rule and permissions at once, the
+        voices file opened again when it moved."""
+        moved = voices_path(config) != voices_path(self.config)
+        self.config = config
+        if moved:
+            self._open_book()
+
+    def _open_book(self) -> None:
         path = voices_path(self.config)
         try:
-            self.book = VoiceBook.open(path, self.model)
+            book = VoiceBook.open(path, self.model)
         except VoiceBookError as exc:
+            self.book = None
             self.disabled = f"{exc}; running without speaker checks (every speaker unknown)"
+            log.error("speakers: %s", self.disabled)
             return
-        self.disabled = None
-        log.info(
-            "speakers: %d enrolled in %s (%s)",
-            len(self.book.voices),
-            path,
-            ", ".join(self.book.names()) or "none",
-        )
+        with self._lock:
+            self.book, self.disabled = book, None
+        names = ", ".join(book.names()) or "none"
+        log.info("speakers: %d enrolled in %s (%s)", len(book.voices), path, names)
 
     @property
     def model(self) -> str:
