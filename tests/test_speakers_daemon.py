@@ -145,3 +145,40 @@ def test_a_corrupted_voices_file_is_an_error_at_start_and_the_daemon_runs_on_ref
     assert refused["data"]["speaker"] == "unknown"
     assert lock.payloads(LOCK_TOPIC) == []
     assert json.loads(voices.read_text())["voices"] == {"alice": 7}  # left as it was
+
+
+async def test_enrolling_at_a_site_asks_for_each_sentence_and_learns_the_voice(tmp_path):
+    """What the MQTT ``enroll`` command and Home Assistant's text entity start: the daemon
+    says each sentence, records the next utterance at the site, and stores the voice."""
+    import asyncio
+
+    from pipeline_helpers import overrides, started_pipeline
+
+    gap = silence(5.0)
+    audio = silence(2.5) + gap.join(steady_piper(s) for s in ENROLL) + gap
+    wav = tmp_path / "room.wav"
+    write_wav(wav, audio)
+    voices = tmp_path / "speakers.json"
+    config = overrides(
+        pipeline={"speaker": ["ge2e"]},
+        stages={"source": {"file": {"path": str(wav), "realtime": True}}},
+        speakers={"file": str(voices)},
+    )
+    async with started_pipeline(config) as pipeline:
+        feeding = asyncio.create_task(pipeline.run())
+        while "default" not in pipeline.sites:
+            await asyncio.sleep(0.05)
+        assert await pipeline.enroll_speaker("Carol", "default") is True
+        feeding.cancel()
+    events = pipeline.recorder
+    prompts = [e.data["text"] for e in events.of("tts-start")]
+    assert prompts == [f"Please say: {s}" for s in ENROLL] + [
+        "Thank you, Carol. I know your voice now."
+    ]
+    assert [e.data["reason"] for e in events.of("run-end") if e.data["reason"] == "captured"] == [
+        "captured"
+    ] * 3
+    assert events.of("transcript") == []  # the sentences were recorded, not answered
+    (enrolled,) = events.of("speaker-enrolled")
+    assert enrolled.data == {"name": "carol", "clips": 3}
+    assert VoiceBook.open(voices, "ge2e").names() == ["carol"]
