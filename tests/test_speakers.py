@@ -78,6 +78,17 @@ def test_the_encoder_matches_resemblyzer_to_within_1e_5(encoder):
         assert np.abs(vector(encoder, audio) - expected).max() < 1e-5
 
 
+def test_the_torch_network_a_gpu_runs_equals_the_numpy_one():
+    pytest.importorskip("torch")
+    from voiced_plugins.speaker_ge2e.encoder import bundled_weights
+    from voiced_plugins.speaker_ge2e.network import NumpyEncoder, TorchEncoder
+
+    weights = read_checkpoint(bundled_weights())["model_state"]
+    mels = np.random.default_rng(1).gamma(1.0, 0.5, (2, 160, 40)).astype(np.float32)
+    on_torch = TorchEncoder(weights, "cpu")(mels)  # the GPU's code path, on the CPU here
+    assert np.abs(on_torch - NumpyEncoder(weights)(mels)).max() < 1e-5
+
+
 def test_silence_has_no_voice_to_tell(encoder):
     from voiced.api.stages import NoVoice
 
@@ -360,3 +371,19 @@ async def test_a_run_without_audio_is_unknown_to_the_rules(small_app):
     response = await run.answer(Transcript("unlock the front door"))
     assert response.handler == "permissions" and run.context.speaker is None
     assert "speaker" not in small_app.of("intent")[0].data
+
+
+@pytest.mark.slow
+def test_voiced_speakers_enroll_records_the_guided_sentences_from_a_source(tmp_path, alice_clips):
+    (tmp_path / "none.toml").write_text("")
+    recording = tmp_path / "mic.wav"
+    write_wav(recording, silence(0.5) + silence(1.0).join(c.audio for c in alice_clips))
+    done = voiced(tmp_path, "speakers", "enroll", "Dave", "--source", f"file:{recording}")
+    assert done.returncode == 0, done.stderr
+    prompts = [line for line in done.stdout.splitlines() if "say:" in line]
+    assert len(prompts) == 3 and prompts[0].startswith("1/3  say: Turn on the lights")
+    assert "enrolled dave from 3 clips" in done.stdout
+    short = tmp_path / "short.wav"
+    write_wav(short, silence(0.5) + alice_clips[0].audio + silence(1.0))
+    ended = voiced(tmp_path, "speakers", "enroll", "erin", "--source", f"file:{short}")
+    assert ended.returncode == 1 and "the source ended before sentence 2" in ended.stderr

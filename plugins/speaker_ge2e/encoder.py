@@ -32,7 +32,9 @@ class Ge2eOptions(BaseModel):
     weights: str | None = Field(
         None, description="path of a GE2E checkpoint; unset: resemblyzer's bundled pretrained.pt"
     )
-    device: str = Field("cpu", description="cpu, auto (a GPU when torch has one) or cuda:N")
+    device: str = Field(
+        "auto", description="auto (a GPU when torch has one, else numpy on the CPU), cpu, cuda:N"
+    )
 
 
 def bundled_weights() -> Path:
