@@ -21,7 +21,7 @@ MIN_CLIP_SECONDS = 2.0  # a sentence; a 1-second clip says too little of a voice
 MIN_SPEECH_SECONDS = 1.2  # speech left once the encoder trimmed silences
 SILENCE_DBFS = -55.0  # quieter than this overall: nothing was recorded
 MIN_VOICED_FRACTION = 0.2  # of the loud frames, those with a pitch (voice); noise has ~none
-TWO_VOICES_FLOOR = 0.65  # two parts of one clip less alike than this: two voices
+TWO_VOICES_FLOOR = 0.63  # two parts of one clip less alike than this: two voices
 
 SENTENCES = (
     "Turn on the lights in the kitchen and set the heating to twenty one degrees.",
