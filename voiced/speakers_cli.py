@@ -147,7 +147,7 @@ async def _next_utterance(chunks: Any, segmenter: Any) -> bytes | None:
     from voiced.segmenter import SpeechEnded
 
     async for chunk in chunks:
-        for event in segmenter.feed(chunk.data):
+        for event in segmenter.feed(chunk.audio):
             if isinstance(event, SpeechEnded):
                 return event.audio
     ended = [e for e in segmenter.flush() if isinstance(e, SpeechEnded)]
