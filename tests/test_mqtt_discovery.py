@@ -157,7 +157,7 @@ async def test_the_forget_command_reads_the_config_file(mosquitto, tmp_path, mqt
 async def test_enrolling_from_home_assistant_asks_the_daemon_and_the_last_speaker_is_retained(
     announced, assistant, mqtt_recorder
 ):
-    from voiced.api.events import Transcript
+    from voiced.api.events import IntentRefused, Transcript
 
     _, config, _ = announced
     cmps = config["cmps"]
@@ -176,3 +176,10 @@ async def test_enrolling_from_home_assistant_asks_the_daemon_and_the_last_speake
     assert await last.first(cmps["speaker"]["state_topic"]) == b"alice"
     error = json.loads(await ha.first("voiced/kitchen/event/error"))
     assert "nobody called 'bob' is enrolled" in error["data"]["message"]
+    refusal = IntentRefused(
+        name="HassTurnOff", text="unlock the front door", speaker="unknown", speaker_score=None,
+        rule="entity=lock.front_door", allow=["alice"], speech="Sorry, not you.",
+    )  # fmt: skip
+    assistant.emit(refusal.event("r2", "kitchen"))
+    answer = mqtt_recorder("voiced/kitchen/response")
+    await answer.until(lambda ms: any(p == b"Sorry, not you." for _, p, _ in ms))

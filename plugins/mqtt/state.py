@@ -51,4 +51,7 @@ class SiteState:
         elif event.type == EventType.HANDLED:
             self.response = ev.Handled.from_event(event).speech
             changed.append("response")
+        elif event.type == EventType.INTENT_REFUSED:  # answered instead of handled
+            self.response = ev.IntentRefused.from_event(event).speech
+            changed.append("response")
         return changed
