@@ -14,8 +14,7 @@ def speaker_checks(config: Any) -> list[Check]:
     """Only when ``pipeline.speaker`` names ge2e: the weights, then the voices file."""
     if "ge2e" not in config.pipeline.speaker:
         return []
-    from voiced.speaker_id import voices_path
-    from voiced.speakers import VoiceBook, VoiceBookError
+    from voiced.api.speakers import VoiceBook, VoiceBookError, voices_path
 
     checks = []
     try:
