@@ -401,7 +401,8 @@ class PlaybackEnd(Payload):
 class RunEnd(Payload):
     """A run ended, once. ``reason``: done, error, cancelled, barge-in, no-speech,
     no-speech-timeout, wake-again, muted, end-of-stream, dropped (ASR overload), shutdown
-    (still open when the daemon stopped), and for
+    (still open when the daemon stopped), captured (an enrollment sentence, recorded and not
+    answered), and for
     Wyoming requests not-detected, replaced, disconnected. ``latency_s``: speech end to the
     end of the answer (done runs that heard speech)."""
 
