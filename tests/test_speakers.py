@@ -387,3 +387,11 @@ def test_voiced_speakers_enroll_records_the_guided_sentences_from_a_source(tmp_p
     write_wav(short, silence(0.5) + alice_clips[0].audio + silence(1.0))
     ended = voiced(tmp_path, "speakers", "enroll", "erin", "--source", f"file:{short}")
     assert ended.returncode == 1 and "the source ended before sentence 2" in ended.stderr
+
+
+def test_a_minimum_similarity_turns_away_a_close_voice_that_the_margin_would_name():
+    book = VoiceBook(Path("/nonexistent"), "ge2e")
+    book.voices = {"a": np.array([1.0, 0.0], np.float32), "b": np.array([0.0, 1.0], np.float32)}
+    heard = [0.7, 0.3]  # cosine 0.92 with a, well ahead of b
+    assert book.identify(heard, MatchRule(0.05, 0.3, 0.6)).name == "a"
+    assert book.identify(heard, MatchRule(0.05, 0.3, 0.6, minimum=0.95)).name == "unknown"

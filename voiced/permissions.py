@@ -121,6 +121,14 @@ class SpeakersConfig(Strict):
         description="the enrolled voices (embeddings only, mode 600); relative: in the state "
         "directory ($STATE_DIRECTORY, else ~/.local/state/voiced)",
     )
+    min_similarity: float = Field(
+        -1.0,
+        ge=-1.0,
+        le=1.0,
+        description="the least cosine similarity with the closest enrolled voice that may name "
+        "it; off (-1) by default: 0.8 turns away most voices nobody enrolled, and about half "
+        "of the enrolled ones too (docs/speakers.md)",
+    )
     refused: str = Field(
         "Sorry {speaker}, you are not allowed to do that.",
         description="the answer to a refused command of a known speaker ({speaker}: the name)",
@@ -134,7 +142,7 @@ class SpeakersConfig(Strict):
     )
 
     def rule(self) -> MatchRule:
-        return MatchRule(self.threshold, self.stranger, self.alone)
+        return MatchRule(self.threshold, self.stranger, self.alone, self.min_similarity)
 
     def refusal_text(self, speaker: str) -> str:
         if speaker == UNKNOWN:

@@ -39,6 +39,9 @@ class MatchRule:
     """The runner-up is taken as at least this similar (a voice nobody enrolled)."""
     alone: float
     """The runner-up's similarity when only one voice is enrolled."""
+    minimum: float = -1.0
+    """The least similarity with the closest voice that may name it (off by default): higher
+    turns away more voices nobody enrolled, and more of the enrolled ones too."""
 
     def score(self, best: float, runner_up: float | None) -> float:
         floor = self.alone if runner_up is None else max(runner_up, self.stranger)
@@ -177,7 +180,8 @@ class VoiceBook:
         best = float(similarities[order[0]])
         runner_up = float(similarities[order[1]]) if len(names) > 1 else None
         score = round(rule.score(best, runner_up), 4)
-        name = names[order[0]] if score >= rule.threshold else UNKNOWN
+        named = score >= rule.threshold and best >= rule.minimum
+        name = names[order[0]] if named else UNKNOWN
         return SpeakerMatch(name, score, round(best, 4), names[order[0]])
 
     def save(self) -> None:
