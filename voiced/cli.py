@@ -530,7 +530,7 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     stage_args(p, ("tts", "sink"))
     p.set_defaults(func=cmd_say)
 
-    from voiced import doctor, service_install, setup
+    from voiced import doctor, service_install, setup, speakers_cli
 
     p = sub.add_parser("doctor", help=doctor.HELP, description=doctor.HELP)
     doctor.configure_doctor_parser(p)
@@ -543,6 +543,9 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     p = sub.add_parser("setup", help=setup.HELP, description=setup.command.DESCRIPTION)
     setup.configure_setup_parser(p)
     p.set_defaults(func=setup.run_setup)
+    p = sub.add_parser("speakers", help=speakers_cli.HELP, description=speakers_cli.HELP)
+    speakers_cli.configure_speakers_parser(p)
+    p.set_defaults(func=speakers_cli.run_speakers)
 
     groups: dict[str, argparse._SubParsersAction] = {}
     for name, help_text, configure, func in extra:

@@ -57,6 +57,14 @@ class Assistant(Protocol):
         """Whether a site exists: the daemon's own, one with audio (a source, a satellite), or
         one that had runs (a Wyoming client's requests). Commands to others are refused."""
 
+    async def enroll_speaker(self, name: str, site_id: str | None = None) -> bool:
+        """Learn a person's voice at a site: asks for three sentences through its speaker and
+        records them from its microphone; True when enrolled. ``CommandRefused`` without a
+        speaker stage or microphone there."""
+
+    def forget_speaker(self, name: str) -> bool:
+        """Remove an enrolled voice; False when there was none of that name."""
+
     async def listen(self, site_id: str | None = None) -> None:
         """Start listening at a site without a wake word."""
 
@@ -124,3 +132,6 @@ class RunContext:
     app: Assistant | None = None
     started: float = field(default_factory=time.monotonic)
     data: dict[str, Any] = field(default_factory=dict)
+    speaker: str | None = None
+    """Who spoke: an enrolled name, ``unknown``, or None when nobody was told (no speaker
+    stage, or no audio: a text request). ``data["speaker"]`` has the score too."""

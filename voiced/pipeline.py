@@ -24,6 +24,7 @@ from voiced.building import make_stage
 from voiced.chain import ChainError, EngineChain
 from voiced.config import Settings
 from voiced.context import RunContext
+from voiced.enroll_at_site import enroll_at_site
 from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.limits import Admission, CommandRefused, TextTooLong, check_say_text
@@ -40,6 +41,7 @@ from voiced.run import (
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
+from voiced.speaker_id import SpeakerId
 from voiced.speech_cache import Anticipated, SpeechCache, anticipate, prewarm
 from voiced.speech_stream import SpeechStream
 from voiced.stages import Sink, Source
@@ -81,6 +83,8 @@ class Pipeline:
         self.services_offline: str | None = None
         self.asr: EngineChain | None = None
         self.tts: EngineChain | None = None
+        self.speakers: SpeakerId | None = None  # who is speaking (pipeline.speaker)
+        self._speaker_stages: list[tuple[str, Any]] = []
         self.voices: LanguageVoices | None = None  # the TTS chain per language (sites)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._workers: list[asyncio.Task[Any]] = []
@@ -219,6 +223,17 @@ class Pipeline:
         site.wake_words = words
         return True
 
+    async def enroll_speaker(self, name: str, site_id: str | None = None) -> bool:
+        """Learn a voice at a site: the guided sentences through its speaker and microphone."""
+        return await enroll_at_site(self, name, site_id)
+
+    def forget_speaker(self, name: str) -> bool:
+        """Remove an enrolled voice; False when there was none of that name."""
+        if self.speakers is None or not self.speakers.forget(name):
+            return False
+        self.emit(ev.SpeakerForgotten(name.strip().lower()).event(None, self.settings.site_id))
+        return True
+
     def knows_site(self, site_id: str) -> bool:
         """The daemon's own site, a site with audio (a source, a satellite), or one that had
         runs of its own (a Wyoming client's requests)."""
@@ -292,6 +307,7 @@ class Pipeline:
         if self.asr is None or self.queue is None:
             raise run.failed("asr", RuntimeError("no asr stage is loaded"))
         run.speech_ended()
+        run.identify(audio)
         reply: asyncio.Future[Transcript] = asyncio.get_running_loop().create_future()
         run.set_phase(Phase.THINKING)
         await self._submit(Utterance(run, audio, "request", language, reply))
@@ -408,6 +424,9 @@ class Pipeline:
         if wanted("tts"):
             engines = [(n, make("tts", n)) for n in p.tts]
             self.tts = EngineChain("tts", engines, self.emit, **chain_options)
+        self._speaker_stages = (
+            _named_stages(make, "speaker", p.speaker) if wanted("speaker") else []
+        )
         for kind, names in (("intent", p.intent), ("handler", p.handler), ("service", p.service)):
             for name in names if wanted(kind) else []:
                 self.components[(kind, name)] = make(kind, name)
@@ -441,6 +460,7 @@ class Pipeline:
                     await self.in_thread(chain.load)
                 except ChainError as exc:
                     raise StartupError(str(exc)) from None
+        await self._load_speakers()
         if self.tts is not None:
             self.voices = LanguageVoices(
                 self.tts, self._voice_stage, self.emit, self.settings.site_id, self.settings.voices
@@ -470,6 +490,21 @@ class Pipeline:
             self.answers_anticipated = asyncio.create_task(
                 self._anticipate_answers(), name="anticipate"
             )
+
+    async def _load_speakers(self) -> None:
+        """The first ``pipeline.speaker`` encoder that loads tells who speaks; a voices file
+        that cannot be used is an error event, and every speaker is then ``unknown``."""
+        for name, stage in self._speaker_stages:
+            speakers = SpeakerId(name, stage, self.settings.speakers)
+            try:
+                await self.in_thread(speakers.load)
+            except Exception as exc:
+                self._optional_failed("speaker", name, exc, "load")
+                continue
+            if speakers.disabled is not None:
+                self.emit(error_event("speaker", speakers.disabled, None, self.settings.site_id))
+            self.speakers = speakers
+            return
 
     async def _cache_answers(self) -> int:
         """The handlers' fixed answers into the speech cache, after start-up and only while
@@ -798,6 +833,7 @@ class Pipeline:
         second ASR or recognition pass."""
         try:
             if speculation is not None and speculation.intent is not None:
+                await run.speaker()  # on the transcript and intent events commit emits
                 run.commit(speculation)
                 response = await run.handle(speculation.intent)
             else:
@@ -894,6 +930,7 @@ class Pipeline:
                 stages += [engine for _, engine in chain.loaded]
         if self.voices is not None:
             self.voices.close()
+        stages += [stage for _, stage in self._speaker_stages]
         for stage in stages:
             try:
                 stage.close()
@@ -935,6 +972,10 @@ class Pipeline:
 async def _replay(audio: list[AudioChunk]) -> AsyncIterator[AudioChunk]:
     for chunk in audio:
         yield chunk
+
+
+def _named_stages(make: Callable[..., Any], kind: str, names: list[str]) -> list[tuple[str, Any]]:
+    return [(name, make(kind, name)) for name in names]
 
 
 def _close_all(stages: list[Any]) -> None:

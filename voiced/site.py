@@ -72,6 +72,8 @@ class Site(SiteRuns):
         # A complete command heard before the pause was long enough to commit: committed
         # once the pause reaches ``early_commit_pause``, dropped if speech resumes first.
         self._ready: tuple[Run, int, Speculation] | None = None
+        # Enrollment: the next utterance is wanted as audio, not transcribed or answered.
+        self._capture: asyncio.Future[bytes] | None = None
         # How pauses went: started, no-room, stale, incomplete, committed (benchmarks, tests).
         self.speculations: Counter[str] = Counter()
         # What the latest passes heard and why they did or did not commit (benchmarks, logs).
@@ -205,6 +207,19 @@ class Site(SiteRuns):
         for wake in self.wakes:
             wake.reset()
 
+    async def capture_next(self, seconds: float) -> bytes:
+        """The next utterance heard here within ``seconds`` (its audio; not transcribed or
+        answered): enrollment's sentences. Raises TimeoutError."""
+        if self._capture is not None and not self._capture.done():
+            raise RuntimeError(f"site {self.site_id} is already recording an utterance")
+        self._capture = asyncio.get_running_loop().create_future()
+        self.listen(reason="enrollment", seconds=seconds)
+        try:
+            limit = seconds + self.segmenter.config.max_command_seconds
+            return await asyncio.wait_for(asyncio.shield(self._capture), limit)
+        finally:
+            self._capture = None
+
     def cancel(self, reason: str = "cancelled") -> int:
         """Stop every run in flight here (playback included); returns how many."""
         cancelled = 0
@@ -262,6 +277,10 @@ class Site(SiteRuns):
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
+        if self._capture is not None and not self._capture.done():
+            self._speech_ended(event).end("captured")
+            self._capture.set_result(event.audio)
+            return
         if self._ending is not None:  # the utterance before this one is queued first
             await asyncio.gather(self._ending, return_exceptions=True)
         self._ready = None  # the endpoint came first: _same_audio reuses it if it may
@@ -364,6 +383,7 @@ class Site(SiteRuns):
         stream_time = round(self._time_of(event.stream_time), 3)
         run.emit(ev.VadEnd(stream_time, round(event.seconds, 3), event.reason))
         run.speech_ended()
+        run.identify(event.audio)  # who spoke, beside ASR (when the daemon tells speakers)
         run.set_phase(Phase.THINKING)  # queued for ASR (or answering an early commit)
         return run
 
