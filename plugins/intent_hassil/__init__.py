@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from voiced_plugins.intent_hassil import homophones, languages, phonemes
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
-from voiced_plugins.intent_hassil.repair import GraphTooLarge, SentenceGraph, choose_repair
+from voiced_plugins.intent_hassil.repair import MAX_PAIRS, SentenceGraph, choose_repair
 
 from voiced.api.app import RunContext
 from voiced.api.hooks import hookimpl
@@ -604,13 +604,23 @@ def _template_texts(data: dict[str, Any]) -> Iterator[str]:
             yield str(value.get("in", "")) if isinstance(value, dict) else str(value)
 
 
-def _sentence_graph(intents: Intents, language: str) -> SentenceGraph | None:
-    """The repair's sentence graph, or None (with the reason logged) when it would not fit."""
-    try:
-        return SentenceGraph(intents, language, phonemes.for_language(language))
-    except GraphTooLarge as exc:
-        log.warning("hassil: no sentence repair for %s: the templates give %s", language, exc)
-        return None
+def _sentence_graph(intents: Intents, language: str) -> SentenceGraph:
+    """The repair's sentence graph; a template too large for it is left out, said once."""
+    graph = SentenceGraph(intents, language, phonemes.for_language(language))
+    if graph.left_out and language not in _WARNED_LEFT_OUT:
+        _WARNED_LEFT_OUT.add(language)
+        log.warning(
+            "hassil: sentence repair for %s leaves out %d template(s) that give more than %d "
+            "word pairs each (the rest repairs as usual): %s",
+            language,
+            len(graph.left_out),
+            MAX_PAIRS,
+            "; ".join(graph.left_out[:3]),
+        )
+    return graph
+
+
+_WARNED_LEFT_OUT: set[str] = set()
 
 
 def _on_event_loop() -> bool:

@@ -98,11 +98,13 @@ def _chunk_tokens(text: str, space: str) -> list[str]:
 
 
 class GraphTooLarge(ValueError):
-    """The templates glue so many pieces into words that the pair graph would not fit."""
+    """One template glues so many pieces into words that its word pairs would not fit."""
 
 
-# German gives ~0.9M pairs with the small test home (compounds glue pieces: ~150 MB, 1.5 s)
 MAX_PAIRS = 2_000_000
+"""The most word pairs one template may give (a safety bound: German's largest, a timer
+sentence, gives ~8,600 with a home of 4 rooms on 2 floors; a template past it is left out of
+the graph, said once at WARNING, and the rest of the graph serves)."""
 
 
 def _unglue(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -264,6 +266,14 @@ class _GraphBuilder:
         return shape
 
 
+def _template_pairs(shape: _Shape) -> set[tuple[str, str]]:
+    """A template's pairs with its starts and ends (pieces still glued)."""
+    said = set(shape.pairs)
+    said.update((START, w) for w in shape.first)
+    said.update((w, END) for w in shape.last)
+    return said
+
+
 class NumberWords:
     """Number words of the language (hassil's own number engine) read as one graph word."""
 
@@ -308,6 +318,8 @@ class SentenceGraph:
         pairs: set[tuple[str, str]] = set()
         self.templates: dict[tuple[str, str], int] = {}
         """Each word pair's templates, as bits (bit i: the i-th sentence template says it)."""
+        self.left_out: list[str] = []
+        """Templates too large for the graph (``GraphTooLarge``), as written."""
         index = 0
         for intent in intents.intents.values():
             for data in intent.data:
@@ -317,18 +329,18 @@ class SentenceGraph:
                     else intents.expansion_rules
                 )
                 for sentence in data.sentences:
-                    shape = builder.shape(sentence.expression, rules)
-                    said = set(shape.pairs)
-                    said.update((START, w) for w in shape.first)
-                    said.update((w, END) for w in shape.last)
-                    pairs |= said
                     bit = 1 << index
-                    for pair in _unglue(said):
-                        self.templates[pair] = self.templates.get(pair, 0) | bit
                     index += 1
-                    if len(self.templates) > MAX_PAIRS:
-                        raise GraphTooLarge(f"more than {MAX_PAIRS} word pairs")
-        pairs = _unglue(pairs)
+                    try:
+                        said = _unglue(_template_pairs(builder.shape(sentence.expression, rules)))
+                    except GraphTooLarge:
+                        self.left_out.append(sentence.text)
+                        continue
+                    # each template's pieces glued on their own: pieces of two templates
+                    # never make a word together ("blinds" + "s", "tv" + "s" of another)
+                    pairs |= said
+                    for pair in said:
+                        self.templates[pair] = self.templates.get(pair, 0) | bit
         self.following: dict[str, set[str]] = {}
         for a, b in pairs:
             self.following.setdefault(a, set()).add(b)
