@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 from hassil import Intents, RecognizeResult, merge_dict, recognize_best
 from pydantic import BaseModel, ConfigDict, Field
-from voiced_plugins.intent_hassil import homophones, languages, phonemes
+from voiced_plugins.intent_hassil import homophones, languages, phonemes, wording
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
 from voiced_plugins.intent_hassil.repair import MAX_PAIRS, SentenceGraph, choose_repair
@@ -79,6 +79,12 @@ class HassilOptions(BaseModel):
         "missing folders are skipped",
     )
     builtin_sentences: bool = Field(True, description="load home-assistant-intents' sentences")
+    added_sentences: bool = Field(
+        True,
+        description="with builtin_sentences: also voiced's own everyday forms the bundled data "
+        "lacks in the language (plugins/intent_hassil/sentences/<language>.yaml, listed in "
+        "docs/languages.md)",
+    )
     fuzzy: bool = Field(
         True, description="when no template matches exactly, accept near-miss entity/area names"
     )
@@ -229,7 +235,7 @@ class HassilIntent:
         if self.intents is None:
             return False
         if exact:  # a strict match: no need to try snapping or repair (they cost)
-            cleaned = normalize(text)
+            cleaned = self.cleaned(text)
             return bool(cleaned) and self._recognize(cleaned, {}) is not None
         return self.recognize(text) is not None
 
@@ -291,7 +297,7 @@ class HassilIntent:
         """Text -> the best-matching intent, or None."""
         if self.intents is None:
             raise RuntimeError("hassil intent stage used before load()")
-        cleaned = normalize(languages.prepare(text, self.language))
+        cleaned = self.cleaned(text)
         if not cleaned:
             return None
         intent_context = intent_context or {}
@@ -305,13 +311,18 @@ class HassilIntent:
             return self._repaired(text, cleaned, intent_context) if self.graph else None
         return self._to_intent(text, result, confidence)
 
+    def cleaned(self, text: str) -> str:
+        """``text`` as this grammar's templates spell it: its script, unicode forms, edge
+        punctuation, numbers and units (wording.py)."""
+        return wording.reworded(normalize(languages.prepare(text, self.language)), self.language)
+
     # -- internals --------------------------------------------------------------------------
 
     def _recognize(self, text: str, intent_context: dict[str, Any]) -> RecognizeResult | None:
         return recognize_best(
             text,
             self.intents,
-            skip_words=FILLER_WORDS if self.language == "en" else (),
+            skip_words=FILLER_WORDS if self.language == "en" else wording.skip_words(self.language),
             intent_context=intent_context,
             language=self.language,
             best_metadata_key=CUSTOM_SENTENCE,
@@ -398,7 +409,7 @@ class HassilIntent:
         self, candidate: str, intent_context: dict[str, Any], text: str = ""
     ) -> Intent | None:
         """A strict match of ``candidate`` that acts on something this home has."""
-        result = self._recognize(normalize(candidate), intent_context)
+        result = self._recognize(self.cleaned(candidate), intent_context)
         if result is None:
             return None
         intent = self._to_intent(text or candidate, result, 1.0)
@@ -454,7 +465,7 @@ class HassilIntent:
                 raise ValueError(f"home-assistant-intents cannot load {self.language!r}")
             data = bundled
             added = ADDED_SENTENCES / f"{self.language}.yaml"
-            if added.is_file():
+            if self.options.added_sentences and added.is_file():
                 extra = yaml.safe_load(added.read_text(encoding="utf-8"))
                 merge_dict(data, {"intents": extra["intents"]})
         return data
