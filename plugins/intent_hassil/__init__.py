@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import difflib
+import itertools
 import logging
 import re
 import threading
@@ -28,7 +29,7 @@ from voiced_plugins.intent_hassil.repair import MAX_PAIRS, SentenceGraph, choose
 from voiced.api.app import RunContext
 from voiced.api.hooks import hookimpl
 from voiced.api.intents import Intent, Transcript
-from voiced.api.languages import counts_characters, primary
+from voiced.api.languages import primary
 
 log = logging.getLogger(__name__)
 
@@ -203,10 +204,6 @@ class HassilIntent:
         against the new home's lists anyway)."""
         intents, language = self.intents, self.language
         assert intents is not None
-        if counts_characters(language):  # its words are not spaced: nothing to pair up
-            log.info("hassil: no sentence repair for %s (words without spaces)", language)
-            self.graph = None
-            return
         if wait or not _on_event_loop():
             self.graph = _sentence_graph(intents, language)
             return
@@ -244,6 +241,8 @@ class HassilIntent:
         hypotheses), nearest first: for an engine that can score them against the audio."""
         if self.graph is None:
             return []
+        if not self.graph.spaced:
+            return self._sound_candidates(texts, limit)
         found: dict[str, float] = {}
         for text in texts:
             heard = phonemes.respelled(normalize(text), self.graph)
@@ -252,6 +251,33 @@ class HassilIntent:
             for candidate in self.graph.candidates(heard, FILLER_WORDS, 48, wide=True):
                 found[candidate.text] = min(found.get(candidate.text, 9.0), candidate.cost)
         return sorted(found, key=found.__getitem__)[:limit]
+
+    def _sound_candidates(self, texts: list[str], limit: int) -> list[str]:
+        """Commands of this home that sound like ``texts`` (Mandarin: homophones.py), in the
+        order of their rewritings, each a strict match on something the home has."""
+        if self.sounds is None:
+            return []
+        found: dict[str, None] = {}
+        for text in texts:
+            heard = homophones.run_together(self.cleaned(text))
+            if len(heard) < homophones.MIN_SYLLABLES:
+                continue
+            readings = itertools.islice(self.sounds.readings(heard), SOUND_READINGS)
+            for reading in readings:
+                if reading not in found and self._strict(reading, {}) is not None:
+                    found[reading] = None
+                if len(found) >= limit:
+                    return list(found)
+        return list(found)
+
+    def sounds_of(self, text: str) -> list[str]:
+        """The syllables of ``text`` by their sound (Mandarin: folded toneless pinyin, one a
+        character; homophones.py), for a recognizer grounding what it found in what it heard
+        (plugins/asr_whisper/constrained.py); [] in other languages."""
+        if self.sounds is None:
+            return []
+        heard = homophones.run_together(self.cleaned(text))
+        return [s for s in homophones.sounds(heard) if s.isascii() and s.isalpha()]
 
     def command_meaning(self, text: str) -> tuple[Any, ...] | None:
         """What ``text`` does on this home as a strict template match that acts on something
@@ -307,8 +333,10 @@ class HassilIntent:
             result, confidence = self._recognize_fuzzy(cleaned, intent_context)
         if result is None and self.sounds is not None and self.options.repair:
             return self._by_sound(text, cleaned, intent_context)
+        if result is None and self.graph is not None and self.graph.spaced:
+            return self._repaired(text, cleaned, intent_context)
         if result is None:
-            return self._repaired(text, cleaned, intent_context) if self.graph else None
+            return None
         return self._to_intent(text, result, confidence)
 
     def cleaned(self, text: str) -> str:
