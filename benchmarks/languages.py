@@ -358,21 +358,9 @@ def summary_rows(language: Language, rows: list[dict[str, Any]]) -> list[Row]:
     """The table's rows of one language: commands right per half, false activations, time,
     error rate of the text."""
     area = f"lang {language.tag}"
-    out: list[Row] = []
     commands = [r for r in rows if r["command"]]
-    for half in (*HALVES, "all"):
-        picked = [r for r in commands if half in ("all", r["half"])]
-        if not picked:
-            continue
-        ours = sum(r["voiced_right"] for r in picked)
-        theirs = sum(r["peer_right"] for r in picked)
-        n = len(picked)
-        out.append(Row(
-            area, f"{language.name} commands right ({half} half), voiced", "%", ours / n * 100,
-            runs=n, peer=f"faster-whisper + hassil {theirs / n * 100:.0f}%",
-            note=f"{ours}/{n} vs {theirs}/{n}",
-        ))  # fmt: skip
     chatter = [r for r in rows if not r["command"]]
+    out = [row for half in (*HALVES, "all") if (row := _right_row(area, language, commands, half))]
     if chatter:
         ours = sum(not r["voiced_right"] for r in chatter)
         theirs = sum(not r["peer_right"] for r in chatter)
@@ -380,24 +368,41 @@ def summary_rows(language: Language, rows: list[dict[str, Any]]) -> list[Row]:
             area, f"{language.name} false activations (chatter), voiced", "runs", ours,
             runs=len(chatter), peer=f"faster-whisper + hassil {theirs}",
         ))  # fmt: skip
-    if commands:
-        ours_ms = [r["voiced_ms"] for r in commands]
-        peer_ms = [r["peer_ms"] for r in commands]
-        ratio = statistics.median(ours_ms) / statistics.median(peer_ms)
-        out.append(Row(
-            area, f"{language.name} utterance -> intent (commands), voiced", "ms",
+    return out + (_command_rows(area, language, commands) if commands else [])
+
+
+def _right_row(
+    area: str, language: Language, commands: list[dict[str, Any]], half: str
+) -> Row | None:
+    picked = [r for r in commands if half in ("all", r["half"])]
+    if not picked:
+        return None
+    ours = sum(r["voiced_right"] for r in picked)
+    theirs = sum(r["peer_right"] for r in picked)
+    n = len(picked)
+    return Row(
+        area, f"{language.name} commands right ({half} half), voiced", "%", ours / n * 100,
+        runs=n, peer=f"faster-whisper + hassil {theirs / n * 100:.0f}%",
+        note=f"{ours}/{n} vs {theirs}/{n}",
+    )  # fmt: skip
+
+
+def _command_rows(area: str, language: Language, commands: list[dict[str, Any]]) -> list[Row]:
+    """Median time a command and the text's error rate, both sides."""
+    ours_ms = [r["voiced_ms"] for r in commands]
+    peer_ms = [r["peer_ms"] for r in commands]
+    ratio = statistics.median(ours_ms) / statistics.median(peer_ms)
+    said = [r["said"] for r in commands]
+    mine = error_rate(said, [r["voiced"] for r in commands], language.tag)
+    theirs = error_rate(said, [r["peer"] for r in commands], language.tag)
+    return [
+        Row(area, f"{language.name} utterance -> intent (commands), voiced", "ms",
             statistics.median(ours_ms), min(ours_ms), max(ours_ms), len(ours_ms),
-            peer=f"{ratio:.2f}x faster-whisper + hassil ({statistics.median(peer_ms):.0f} ms)",
-        ))  # fmt: skip
-        said = [r["said"] for r in commands]
-        mine = error_rate(said, [r["voiced"] for r in commands], language.tag)
-        theirs_rate = error_rate(said, [r["peer"] for r in commands], language.tag)
-        out.append(Row(
-            area, f"{language.name} {mine.name} (commands), voiced", "%", mine.rate * 100,
-            runs=len(commands), peer=f"faster-whisper {theirs_rate.rate * 100:.1f}%",
-            note=f"{mine.errors}/{mine.units} {mine.unit}s",
-        ))  # fmt: skip
-    return out
+            peer=f"{ratio:.2f}x faster-whisper + hassil ({statistics.median(peer_ms):.0f} ms)"),
+        Row(area, f"{language.name} {mine.name} (commands), voiced", "%", mine.rate * 100,
+            runs=len(commands), peer=f"faster-whisper {theirs.rate * 100:.1f}%",
+            note=f"{mine.errors}/{mine.units} {mine.unit}s"),
+    ]  # fmt: skip
 
 
 def by_condition(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -343,17 +343,7 @@ def commands_found(
         beam=beam,
         one_template=one_template,
     )
-    readings = [text for text, _ in heard]
-    sounds = getattr(rescorer, "sounds_of", None)
-    if grammar.spaced or not callable(sounds):
-        said = [c.text for c in found if c.end_logprob >= END_FLOOR and grounded(c.text, readings)]
-    else:  # Chinese heard with other characters of the same sound: grounded by its syllables
-        heard_sounds = [sounds(text) for text in readings]
-        said = [
-            c.text
-            for c in found
-            if c.end_logprob >= END_FLOOR and grounded_by_sound(sounds(c.text), heard_sounds)
-        ]
+    said = _said(found, [text for text, _ in heard], grammar, rescorer)
 
     @functools.cache
     def is_command(text: str) -> bool:
@@ -375,6 +365,21 @@ def commands_found(
     return Found(
         commands + offered, lambda texts: first_words(grammar, texts, likely, 1, is_command)
     )
+
+
+def _said(
+    found: list[Constrained], readings: list[str], grammar: TokenGrammar, rescorer: Any
+) -> list[str]:
+    """The found sentences the audio ends after (END_FLOOR) and a reading grounds: by a word
+    in common, or, for a language without spaces whose grammar hears sounds (``sounds_of``),
+    by syllables in common (Whisper writes Mandarin it hears badly with other characters of
+    the same sound)."""
+    ended = [c.text for c in found if c.end_logprob >= END_FLOOR]
+    sounds = getattr(rescorer, "sounds_of", None)
+    if grammar.spaced or not callable(sounds):
+        return [text for text in ended if grounded(text, readings)]
+    heard = [sounds(text) for text in readings]
+    return [text for text in ended if grounded_by_sound(sounds(text), heard)]
 
 
 GROUNDING_LETTERS = 3
