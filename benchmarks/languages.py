@@ -432,6 +432,8 @@ def run(args: argparse.Namespace) -> Section:
     results: dict[str, Any] = {}
     for language in wanted:
         rates = language.rates[: 1 if args.quick else args.rates]
+        if args.rate_index is not None:
+            rates = language.rates[args.rate_index : args.rate_index + 1]
         noise = [False] if args.quick or args.no_noise else [False, True]
         conditions = [Condition(rate, n) for rate in rates for n in noise]
         rows = run_language(sides, language, homes, conditions, args.quick, args.half)
@@ -454,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--languages", default="de,zh-CN", help="comma-separated tags")
     parser.add_argument("--homes", default="floors,small", help="floors, small or both")
     parser.add_argument("--rates", type=int, choices=(1, 2), default=2, help="speaking rates")
+    parser.add_argument(
+        "--rate-index", type=int, choices=(0, 1), default=None, help="that one rate only"
+    )
     parser.add_argument("--no-noise", action="store_true", help="clean speech only")
     parser.add_argument("--half", choices=("tuning", "report", "both"), default="both")
     parser.add_argument("--json", type=Path, default=None, help="write results to this file")
