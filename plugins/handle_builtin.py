@@ -184,7 +184,8 @@ class BuiltinHandler:
             return None
         data: dict[str, Any] = {"acted": True}
         extra: dict[str, Any] = {}
-        responses, errors = _language_responses(self.app, self.options.language or context.language)
+        language = self.options.language or context.language
+        responses, errors = _language_responses(self.app, language)
         now = dt.datetime.now()
         try:
             if intent.name == "HassNevermind":
@@ -398,7 +399,8 @@ class ResponsesHandler:
             areas = [{"area": a.name} for a in home.areas] if name in ASKED_BY_PLACE else []
             for slots in [{}, *areas]:
                 if not home.match({**slots, "domain": domain}):
-                    answers.append(self._none_of_kind(slots, domain, self.errors).speech)
+                    answer = self._none_of_kind(slots, domain, self.errors, _default(self))
+                    answers.append(answer.speech)
         return answers
 
     def close(self) -> None:
@@ -408,7 +410,8 @@ class ResponsesHandler:
     def voiced_handle(self, intent: Intent, context: RunContext) -> Response | None:
         from voiced_plugins.intent_hassil.responses import response_for
 
-        responses, errors = _language_responses(self.app, self.options.language or context.language)
+        language = self.options.language or context.language
+        responses, errors = _language_responses(self.app, language)
         home = _home(self.app)
         matched, unmatched = [], []
         if home is not None:
@@ -423,7 +426,7 @@ class ResponsesHandler:
             if intent.slots.get("name") not in (None, "all") and not entities:
                 return self._unknown(intent, errors)
             if intent.name in READS_ONE and not entities:
-                return self._none_of_kind(intent.slots, READS_ONE[intent.name], errors)
+                return self._none_of_kind(intent.slots, READS_ONE[intent.name], errors, language)
         speech = response_for(intent, responses, matched, unmatched)
         if speech is None:
             return None
@@ -438,11 +441,17 @@ class ResponsesHandler:
         speech = speech or f"Sorry, I am not aware of any device called {slots['name']}"
         return Response(speech, self.name, data={"acted": False, "error": key})
 
-    def _none_of_kind(self, slots: dict[str, Any], domain: str, errors: dict[str, str]) -> Response:
+    def _none_of_kind(
+        self, slots: dict[str, Any], domain: str, errors: dict[str, str], language: str
+    ) -> Response:
         """Home Assistant's "not aware of any climate in the Bedroom area": a question about
-        a kind of device the home (or the place named) has none of."""
+        a kind of device the home (or the place named) has none of (the kind in words of
+        ``language`` where its template says the domain as such)."""
+        from voiced_plugins.intent_hassil.responses import domain_word
+
         key = _in_place("no_domain", slots)
-        values = {"domain": domain, "area": slots.get("area"), "floor": slots.get("floor")}
+        kind = domain_word(domain, language)
+        values = {"domain": kind, "area": slots.get("area"), "floor": slots.get("floor")}
         speech = _plain_template(errors.get(key, ""), **values)
         speech = speech or f"Sorry, I am not aware of any {domain.replace('_', ' ')}"
         return Response(speech, self.name, data={"acted": False, "error": key})
@@ -611,11 +620,13 @@ def _plain_template(text: str, **values: Any) -> str:
     """Render an error template (they read plain names such as ``{{ entity }}``)."""
     from jinja2 import TemplateError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from voiced_plugins.intent_hassil.responses import without_spaces_in_cjk
 
     try:
-        return ImmutableSandboxedEnvironment().from_string(text).render(**values).strip()
+        rendered = ImmutableSandboxedEnvironment().from_string(text).render(**values)
     except TemplateError:
         return ""
+    return without_spaces_in_cjk(" ".join(rendered.split()))
 
 
 def _number(value: Any) -> float:

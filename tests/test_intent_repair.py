@@ -5,6 +5,8 @@ The slips are ones tiny.en writes (issue 15); the home is config/home.yaml.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from home_stages import home_hassil
 from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
@@ -146,3 +148,40 @@ async def test_a_home_change_on_the_event_loop_builds_the_graph_off_it():
 def test_short_chatter_is_not_repaired(hassil, chatter):
     # one word alone would change the whole utterance; "that" is no slip of "thermostat"
     assert hassil.recognize(chatter) is None
+
+
+GERMAN_HOUSE = Path(__file__).parent / "homes" / "haus_de.yaml"
+
+
+@pytest.fixture(scope="module")
+def german_house() -> HassilIntent:
+    stage = HassilIntent(HassilOptions(home=str(GERMAN_HOUSE), sentences=[], language="de"))
+    stage.load()
+    return stage
+
+
+def test_a_german_home_on_two_floors_keeps_its_repair(german_house):
+    """Gluing pieces of every template together gave "more than 2,000,000 word pairs" here
+    and turned repair off; each template glued on its own gives ~49,000."""
+    graph = german_house.command_graph()
+    assert graph is not None and not graph.left_out
+    assert 10_000 < len(graph) < 200_000
+    intent = german_house.recognize("Die Schät ist S.")
+    assert intent is not None and intent.name == "HassGetCurrentTime"
+    assert intent.data["repair"]["text"] == "wie spät ist es"
+
+
+def test_a_template_too_large_for_the_graph_is_left_out_alone_and_said_once(
+    german_house, monkeypatch, caplog
+):
+    from voiced_plugins import intent_hassil
+    from voiced_plugins.intent_hassil import repair
+
+    monkeypatch.setattr(repair, "MAX_PAIRS", 3000)
+    monkeypatch.setattr(intent_hassil, "MAX_PAIRS", 3000)
+    monkeypatch.setattr(intent_hassil, "_WARNED_LEFT_OUT", set())
+    with caplog.at_level("WARNING", logger="voiced_plugins.intent_hassil"):
+        graphs = [intent_hassil._sentence_graph(german_house.intents, "de") for _ in range(2)]
+    assert graphs[0].left_out and len(graphs[0]) > 1000  # the rest of the graph serves
+    warned = [r.getMessage() for r in caplog.records if "leaves out" in r.getMessage()]
+    assert len(warned) == 1 and "more than 3000 word pairs" in warned[0]

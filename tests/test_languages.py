@@ -101,8 +101,8 @@ def recognize(app, text: str, site: str):
 def test_hassil_loads_the_house_language_and_every_sites(app):
     grammars = app.stage("intent").grammars
     assert list(grammars) == ["en", "de", "zh-CN"]
-    # sentence repair pairs up spaced words: German has its graph, Chinese (unspaced) none
-    assert grammars["de"].graph is not None and grammars["zh-CN"].graph is None
+    # each has its word graph: German's of spaced words, Chinese's of its templates' words
+    assert grammars["de"].graph.spaced and not grammars["zh-CN"].graph.spaced
 
 
 L = {"domain": "light"}

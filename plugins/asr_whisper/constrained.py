@@ -76,15 +76,20 @@ class TokenGrammar:
         numbers: set[str],
         tokenizer: Any,
         templates: dict[tuple[str, str], int] | None = None,
+        spaced: bool = True,
     ):
         self.following = following
         self.templates = templates
+        self.spaced = spaced
+        """Whether words are written with a space before them (else, as in Chinese, each
+        word's tokens follow the last word's directly)."""
         self.numbers = sorted(numbers)
         self.tokenizer = tokenizer
         self._spellings: dict[str, list[list[int]]] = {}
         self._tries: dict[frozenset[str], _Node] = {}
+        marks = ".?!" if spaced else ".?!。"  # Chinese ends with its own full stop too
         self.end_tokens = [
-            t for t in (tokenizer.eot, *(_single(tokenizer, p) for p in ".?!")) if t is not None
+            t for t in (tokenizer.eot, *(_single(tokenizer, p) for p in marks)) if t is not None
         ]
         self.comma = _single(tokenizer, ",")
 
@@ -136,8 +141,10 @@ class TokenGrammar:
             for form in forms:
                 if form == "%":
                     texts.update({"%", " %"})
-                    continue
-                texts.update({" " + form, " " + form[:1].upper() + form[1:]})
+                elif not self.spaced:
+                    texts.update({form, " " + form} if form.isascii() else {form})
+                else:
+                    texts.update({" " + form, " " + form[:1].upper() + form[1:]})
             self._spellings[word] = [t for t in map(self.tokenizer.encode, sorted(texts)) if t]
         return self._spellings[word]
 
@@ -276,7 +283,11 @@ class GrammarCache:
                 self._grammars.move_to_end(id(graph))
                 return kept[1]
         grammar = TokenGrammar(
-            graph.following, graph.numbers.words, tokenizer, getattr(graph, "templates", None)
+            graph.following,
+            graph.numbers.words,
+            tokenizer,
+            getattr(graph, "templates", None),
+            getattr(graph, "spaced", True),
         )
         grammar.build_all()
         with self._lock:
@@ -344,8 +355,7 @@ def commands_found(
         beam=beam,
         one_template=one_template,
     )
-    readings = [text for text, _ in heard]
-    said = [c.text for c in found if c.end_logprob >= END_FLOOR and grounded(c.text, readings)]
+    said = _said(found, [text for text, _ in heard], grammar, rescorer)
 
     @functools.cache
     def is_command(text: str) -> bool:
@@ -369,6 +379,21 @@ def commands_found(
     )
 
 
+def _said(
+    found: list[Constrained], readings: list[str], grammar: TokenGrammar, rescorer: Any
+) -> list[str]:
+    """The found sentences the audio ends after (END_FLOOR) and a reading grounds: by a word
+    in common, or, for a language without spaces whose grammar hears sounds (``sounds_of``),
+    by syllables in common (Whisper writes Mandarin it hears badly with other characters of
+    the same sound)."""
+    ended = [c.text for c in found if c.end_logprob >= END_FLOOR]
+    sounds = getattr(rescorer, "sounds_of", None)
+    if grammar.spaced or not callable(sounds):
+        return [text for text in ended if grounded(text, readings)]
+    heard = [sounds(text) for text in readings]
+    return [text for text in ended if grounded_by_sound(sounds(text), heard)]
+
+
 GROUNDING_LETTERS = 3
 """Least letters of the word a found sentence shares with a reading: "I", "a", "is", "on"
 are in most sentences (an 8 kHz "is the tv on" heard "I will speak to you, and" was found
@@ -388,6 +413,19 @@ def grounded(text: str, heard: list[str]) -> bool:
 
     said = words(text)
     return any(said & words(reading) for reading in heard)
+
+
+GROUNDING_SYLLABLES = 2
+"""Least syllables a found Chinese sentence shares with a reading (``grounded_by_sound``):
+"现在几点了" with "先載起殿兒" (xian zai ... dian), not "暂停" with "完帝卧室的台灯"."""
+
+
+def grounded_by_sound(said: list[str], heard: list[list[str]]) -> bool:
+    """``grounded`` for a language without spaces, by the syllables of a found sentence
+    and of each reading (the home grammar's ``sounds_of``: Mandarin's folded pinyin):
+    Whisper writes Mandarin it hears badly with other characters of the same sound."""
+    wanted = set(said)
+    return any(len(wanted & set(reading)) >= GROUNDING_SYLLABLES for reading in heard)
 
 
 FIRST_WORDS = 4

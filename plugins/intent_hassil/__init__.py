@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import difflib
+import itertools
 import logging
 import re
 import threading
@@ -20,15 +21,15 @@ from typing import Any
 import yaml
 from hassil import Intents, RecognizeResult, merge_dict, recognize_best
 from pydantic import BaseModel, ConfigDict, Field
-from voiced_plugins.intent_hassil import homophones, languages, phonemes
+from voiced_plugins.intent_hassil import homophones, languages, phonemes, wording
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
-from voiced_plugins.intent_hassil.repair import GraphTooLarge, SentenceGraph, choose_repair
+from voiced_plugins.intent_hassil.repair import MAX_PAIRS, SentenceGraph, choose_repair
 
 from voiced.api.app import RunContext
 from voiced.api.hooks import hookimpl
 from voiced.api.intents import Intent, Transcript
-from voiced.api.languages import counts_characters, primary
+from voiced.api.languages import primary
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,12 @@ class HassilOptions(BaseModel):
         "missing folders are skipped",
     )
     builtin_sentences: bool = Field(True, description="load home-assistant-intents' sentences")
+    added_sentences: bool = Field(
+        True,
+        description="with builtin_sentences: also voiced's own everyday forms the bundled data "
+        "lacks in the language (plugins/intent_hassil/sentences/<language>.yaml, listed in "
+        "docs/languages.md)",
+    )
     fuzzy: bool = Field(
         True, description="when no template matches exactly, accept near-miss entity/area names"
     )
@@ -197,10 +204,6 @@ class HassilIntent:
         against the new home's lists anyway)."""
         intents, language = self.intents, self.language
         assert intents is not None
-        if counts_characters(language):  # its words are not spaced: nothing to pair up
-            log.info("hassil: no sentence repair for %s (words without spaces)", language)
-            self.graph = None
-            return
         if wait or not _on_event_loop():
             self.graph = _sentence_graph(intents, language)
             return
@@ -229,7 +232,7 @@ class HassilIntent:
         if self.intents is None:
             return False
         if exact:  # a strict match: no need to try snapping or repair (they cost)
-            cleaned = normalize(text)
+            cleaned = self.cleaned(text)
             return bool(cleaned) and self._recognize(cleaned, {}) is not None
         return self.recognize(text) is not None
 
@@ -238,6 +241,8 @@ class HassilIntent:
         hypotheses), nearest first: for an engine that can score them against the audio."""
         if self.graph is None:
             return []
+        if not self.graph.spaced:
+            return self._sound_candidates(texts, limit)
         found: dict[str, float] = {}
         for text in texts:
             heard = phonemes.respelled(normalize(text), self.graph)
@@ -246,6 +251,33 @@ class HassilIntent:
             for candidate in self.graph.candidates(heard, FILLER_WORDS, 48, wide=True):
                 found[candidate.text] = min(found.get(candidate.text, 9.0), candidate.cost)
         return sorted(found, key=found.__getitem__)[:limit]
+
+    def _sound_candidates(self, texts: list[str], limit: int) -> list[str]:
+        """Commands of this home that sound like ``texts`` (Mandarin: homophones.py), in the
+        order of their rewritings, each a strict match on something the home has."""
+        if self.sounds is None:
+            return []
+        found: dict[str, None] = {}
+        for text in texts:
+            heard = homophones.run_together(self.cleaned(text))
+            if len(heard) < homophones.MIN_SYLLABLES:
+                continue
+            readings = itertools.islice(self.sounds.readings(heard), SOUND_READINGS)
+            for reading in readings:
+                if reading not in found and self._strict(reading, {}) is not None:
+                    found[reading] = None
+                if len(found) >= limit:
+                    return list(found)
+        return list(found)
+
+    def sounds_of(self, text: str) -> list[str]:
+        """The syllables of ``text`` by their sound (Mandarin: folded toneless pinyin, one a
+        character; homophones.py), for a recognizer grounding what it found in what it heard
+        (plugins/asr_whisper/constrained.py); [] in other languages."""
+        if self.sounds is None:
+            return []
+        heard = homophones.run_together(self.cleaned(text))
+        return [s for s in homophones.sounds(heard) if s.isascii() and s.isalpha()]
 
     def command_meaning(self, text: str) -> tuple[Any, ...] | None:
         """What ``text`` does on this home as a strict template match that acts on something
@@ -291,7 +323,7 @@ class HassilIntent:
         """Text -> the best-matching intent, or None."""
         if self.intents is None:
             raise RuntimeError("hassil intent stage used before load()")
-        cleaned = normalize(languages.prepare(text, self.language))
+        cleaned = self.cleaned(text)
         if not cleaned:
             return None
         intent_context = intent_context or {}
@@ -301,9 +333,16 @@ class HassilIntent:
             result, confidence = self._recognize_fuzzy(cleaned, intent_context)
         if result is None and self.sounds is not None and self.options.repair:
             return self._by_sound(text, cleaned, intent_context)
+        if result is None and self.graph is not None and self.graph.spaced:
+            return self._repaired(text, cleaned, intent_context)
         if result is None:
-            return self._repaired(text, cleaned, intent_context) if self.graph else None
+            return None
         return self._to_intent(text, result, confidence)
+
+    def cleaned(self, text: str) -> str:
+        """``text`` as this grammar's templates spell it: its script, unicode forms, edge
+        punctuation, numbers and units (wording.py)."""
+        return wording.reworded(normalize(languages.prepare(text, self.language)), self.language)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -311,7 +350,7 @@ class HassilIntent:
         return recognize_best(
             text,
             self.intents,
-            skip_words=FILLER_WORDS if self.language == "en" else (),
+            skip_words=FILLER_WORDS if self.language == "en" else wording.skip_words(self.language),
             intent_context=intent_context,
             language=self.language,
             best_metadata_key=CUSTOM_SENTENCE,
@@ -398,7 +437,7 @@ class HassilIntent:
         self, candidate: str, intent_context: dict[str, Any], text: str = ""
     ) -> Intent | None:
         """A strict match of ``candidate`` that acts on something this home has."""
-        result = self._recognize(normalize(candidate), intent_context)
+        result = self._recognize(self.cleaned(candidate), intent_context)
         if result is None:
             return None
         intent = self._to_intent(text or candidate, result, 1.0)
@@ -454,7 +493,7 @@ class HassilIntent:
                 raise ValueError(f"home-assistant-intents cannot load {self.language!r}")
             data = bundled
             added = ADDED_SENTENCES / f"{self.language}.yaml"
-            if added.is_file():
+            if self.options.added_sentences and added.is_file():
                 extra = yaml.safe_load(added.read_text(encoding="utf-8"))
                 merge_dict(data, {"intents": extra["intents"]})
         return data
@@ -604,13 +643,23 @@ def _template_texts(data: dict[str, Any]) -> Iterator[str]:
             yield str(value.get("in", "")) if isinstance(value, dict) else str(value)
 
 
-def _sentence_graph(intents: Intents, language: str) -> SentenceGraph | None:
-    """The repair's sentence graph, or None (with the reason logged) when it would not fit."""
-    try:
-        return SentenceGraph(intents, language, phonemes.for_language(language))
-    except GraphTooLarge as exc:
-        log.warning("hassil: no sentence repair for %s: the templates give %s", language, exc)
-        return None
+def _sentence_graph(intents: Intents, language: str) -> SentenceGraph:
+    """The repair's sentence graph; a template too large for it is left out, said once."""
+    graph = SentenceGraph(intents, language, phonemes.for_language(language))
+    if graph.left_out and language not in _WARNED_LEFT_OUT:
+        _WARNED_LEFT_OUT.add(language)
+        log.warning(
+            "hassil: sentence repair for %s leaves out %d template(s) that give more than %d "
+            "word pairs each (the rest repairs as usual): %s",
+            language,
+            len(graph.left_out),
+            MAX_PAIRS,
+            "; ".join(graph.left_out[:3]),
+        )
+    return graph
+
+
+_WARNED_LEFT_OUT: set[str] = set()
 
 
 def _on_event_loop() -> bool:

@@ -47,6 +47,8 @@ from hassil.expression import (
 from hassil.intents import RangeSlotList, SlotList, TextSlotList, WildcardSlotList
 from rapidfuzz import fuzz, process
 
+from voiced.api.languages import counts_characters
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -82,14 +84,18 @@ def _scripts(word: str) -> frozenset[str]:
     return frozenset(unicodedata.name(c, "?").split()[0] for c in word if c.isalpha())
 
 
-def _chunk_tokens(text: str, space: str) -> list[str]:
+def _chunk_tokens(text: str, space: str, unspaced: bool = False) -> list[str]:
     """A template chunk's pieces: words, GLUE-marked at an edge that does not end on a space
     ("minute" + "[s]" make "minutes"); a chunk of only spaces is the ``space`` node, which
-    keeps the words on either side apart."""
+    keeps the words on either side apart. ``unspaced`` (a language written without spaces:
+    Chinese): each chunk's run of letters is a word of its own, glued to nothing ("打开" and
+    "厨房" of "<turn_on><area>"), as no space tells where a word ends."""
     folded = text.casefold().replace("'", "")
     words = _TOKEN.findall(folded)
     if not words:
         return [space] if folded and folded.isspace() else []
+    if unspaced:
+        return words
     if not folded[0].isspace():
         words[0] = GLUE + words[0]
     if not folded[-1].isspace():
@@ -98,11 +104,13 @@ def _chunk_tokens(text: str, space: str) -> list[str]:
 
 
 class GraphTooLarge(ValueError):
-    """The templates glue so many pieces into words that the pair graph would not fit."""
+    """One template glues so many pieces into words that its word pairs would not fit."""
 
 
-# German gives ~0.9M pairs with the small test home (compounds glue pieces: ~150 MB, 1.5 s)
 MAX_PAIRS = 2_000_000
+"""The most word pairs one template may give (a safety bound: German's largest, a timer
+sentence, gives ~8,600 with a home of 4 rooms on 2 floors; a template past it is left out of
+the graph, said once at WARNING, and the rest of the graph serves)."""
 
 
 def _unglue(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -206,16 +214,23 @@ def _words(words: list[str]) -> _Shape:
 
 
 class _GraphBuilder:
-    def __init__(self, lists: dict[str, SlotList], rules: dict[str, Any], numbers: NumberWords):
+    def __init__(
+        self,
+        lists: dict[str, SlotList],
+        rules: dict[str, Any],
+        numbers: NumberWords,
+        unspaced: bool = False,
+    ):
         self.lists = lists
         self.rules = rules
         self.numbers = numbers
+        self.unspaced = unspaced
         self._rule_shapes: dict[int, _Shape] = {}
         self._list_shapes: dict[str, _Shape] = {}
 
     def shape(self, expr: Expression, rules: dict[str, Any]) -> _Shape:
         if isinstance(expr, TextChunk):
-            pieces = _chunk_tokens(expr.text, f"{SPACE}{id(expr)}")
+            pieces = _chunk_tokens(expr.text, f"{SPACE}{id(expr)}", self.unspaced)
             return _words(pieces)  # a number word a template spells is a word, not a number
         if isinstance(expr, Alternative):
             return _either((self.shape(i, rules) for i in expr.items), expr.is_optional)
@@ -264,6 +279,14 @@ class _GraphBuilder:
         return shape
 
 
+def _template_pairs(shape: _Shape) -> set[tuple[str, str]]:
+    """A template's pairs with its starts and ends (pieces still glued)."""
+    said = set(shape.pairs)
+    said.update((START, w) for w in shape.first)
+    said.update((w, END) for w in shape.last)
+    return said
+
+
 class NumberWords:
     """Number words of the language (hassil's own number engine) read as one graph word."""
 
@@ -304,10 +327,17 @@ class SentenceGraph:
     def __init__(self, intents: Intents, language: str, sounds: SoundsLike | None = None) -> None:
         self.sounds = sounds
         self.numbers = NumberWords(language)
-        builder = _GraphBuilder(intents.slot_lists, intents.expansion_rules, self.numbers)
+        self.spaced = not counts_characters(language)
+        """Whether the language spaces its words (else a word is a template chunk's run of
+        letters: "打开", "厨房", "的", "灯")."""
+        builder = _GraphBuilder(
+            intents.slot_lists, intents.expansion_rules, self.numbers, not self.spaced
+        )
         pairs: set[tuple[str, str]] = set()
         self.templates: dict[tuple[str, str], int] = {}
         """Each word pair's templates, as bits (bit i: the i-th sentence template says it)."""
+        self.left_out: list[str] = []
+        """Templates too large for the graph (``GraphTooLarge``), as written."""
         index = 0
         for intent in intents.intents.values():
             for data in intent.data:
@@ -317,18 +347,18 @@ class SentenceGraph:
                     else intents.expansion_rules
                 )
                 for sentence in data.sentences:
-                    shape = builder.shape(sentence.expression, rules)
-                    said = set(shape.pairs)
-                    said.update((START, w) for w in shape.first)
-                    said.update((w, END) for w in shape.last)
-                    pairs |= said
                     bit = 1 << index
-                    for pair in _unglue(said):
-                        self.templates[pair] = self.templates.get(pair, 0) | bit
                     index += 1
-                    if len(self.templates) > MAX_PAIRS:
-                        raise GraphTooLarge(f"more than {MAX_PAIRS} word pairs")
-        pairs = _unglue(pairs)
+                    try:
+                        said = _unglue(_template_pairs(builder.shape(sentence.expression, rules)))
+                    except GraphTooLarge:
+                        self.left_out.append(sentence.text)
+                        continue
+                    # each template's pieces glued on their own: pieces of two templates
+                    # never make a word together ("blinds" + "s", "tv" + "s" of another)
+                    pairs |= said
+                    for pair in said:
+                        self.templates[pair] = self.templates.get(pair, 0) | bit
         self.following: dict[str, set[str]] = {}
         for a, b in pairs:
             self.following.setdefault(a, set()).add(b)

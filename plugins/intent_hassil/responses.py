@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -18,6 +19,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from voiced_plugins.intent_hassil.home import Entity
 
 from voiced.api.intents import Intent
+from voiced.api.languages import primary
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +66,38 @@ def render(
                "unmatched": [_StateView(e) for e in unmatched],
                "total_results": len(matched) + len(unmatched)},
     )  # fmt: skip
-    return " ".join(text.split())
+    return without_spaces_in_cjk(" ".join(text.split()))
+
+
+_SPACE_BY_CJK = re.compile(
+    r"(?<=[\u3000-\u303f\u3400-\u9fff\uff00-\uffef])[ \t]+"
+    r"|[ \t]+(?=[\u3000-\u303f\u3400-\u9fff\uff00-\uffef])"
+)
+
+
+def without_spaces_in_cjk(text: str) -> str:
+    """No space beside a Chinese or Japanese character or mark: Home Assistant's zh templates
+    put ASCII spaces around slot values ("在 儿童房 区域"), which Chinese does not write."""
+    return _SPACE_BY_CJK.sub("", text)
+
+
+DOMAIN_WORDS: dict[str, dict[str, str]] = {
+    "zh": {
+        "alarm_control_panel": "报警器", "binary_sensor": "传感器", "camera": "摄像头",
+        "climate": "空调", "cover": "窗帘", "fan": "风扇", "humidifier": "加湿器",
+        "input_boolean": "开关", "lawn_mower": "割草机", "light": "灯", "lock": "门锁",
+        "media_player": "媒体播放器", "scene": "场景", "script": "脚本", "sensor": "传感器",
+        "siren": "警报器", "switch": "开关", "todo": "待办事项", "vacuum": "扫地机器人",
+        "valve": "阀门", "water_heater": "热水器", "weather": "天气预报",
+    },
+}  # fmt: skip
+"""A device kind in words, for languages whose error templates say the domain itself
+(zh-CN: "没有找到 {{ domain }} 设备"); German's templates translate it themselves."""
+
+
+def domain_word(domain: str, language: str) -> str:
+    """``domain`` as ``language`` names that kind of device (the domain itself otherwise)."""
+    return DOMAIN_WORDS.get(primary(language), {}).get(domain, domain)
 
 
 def template_slots(intent: Intent) -> dict[str, Any]:

@@ -1,0 +1,97 @@
+"""The home-constrained search and its grounding for a language written without spaces
+(Mandarin), on Whisper base's real tokenizer and the zh-CN grammar of a household on two
+floors; the decoder is a table of next-token log-probabilities (the design's fake Decoder)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from voiced_plugins.asr_whisper.constrained import (
+    START,
+    TokenGrammar,
+    constrained_decode,
+    grounded_by_sound,
+)
+from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
+
+HOME = Path(__file__).parent / "homes" / "jia_zh.yaml"
+
+
+@pytest.fixture(scope="module")
+def stage() -> HassilIntent:
+    stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[], language="zh-CN"))
+    stage.load()
+    return stage
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    import tokenizers
+    from faster_whisper.tokenizer import Tokenizer
+    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
+
+    path = bundled_ct2_dir("base") / "tokenizer.json"
+    return Tokenizer(tokenizers.Tokenizer.from_file(str(path)), True, "transcribe", "zh")
+
+
+@pytest.fixture(scope="module")
+def grammar(stage, tokenizer) -> TokenGrammar:
+    graph = stage.command_graph()
+    return TokenGrammar(
+        graph.following, graph.numbers.words, tokenizer, graph.templates, graph.spaced
+    )
+
+
+def test_a_mandarin_home_has_a_word_graph_of_its_template_words(stage):
+    graph = stage.command_graph()
+    assert graph is not None and not graph.spaced
+    assert graph.allows("打开", "厨房") and graph.allows("厨房", "的") and graph.allows("的", "灯")
+    assert not graph.allows("打开", "打开")
+
+
+def test_a_chinese_word_is_spelled_with_no_space_before_it(grammar, tokenizer):
+    assert {tokenizer.decode(t) for t in grammar.spellings("厨房")} == {"厨房"}
+    numbers = {tokenizer.decode(t) for t in grammar.spellings("<#>")}
+    assert {"5", " 5", "十"} <= numbers
+    assert tokenizer.encode("打开")[0] in grammar.after(START).children
+    assert tokenizer.encode("。")[0] in grammar.end_tokens
+
+
+def table_decoder(tokenizer, said: str):
+    """Next-token log-probabilities that say ``said`` (its words' tokens as the grammar
+    spells them) and give every other token -8."""
+    wanted = [t for word in said.split() for t in tokenizer.encode(word)] + [tokenizer.eot]
+    size = tokenizer.tokenizer.get_vocab_size()
+
+    def steps(prompt, prefixes):
+        rows = []
+        for prefix in prefixes:
+            row = np.full(size + 2000, -8.0, dtype=np.float32)
+            if len(prefix) < len(wanted) and list(prefix) == wanted[: len(prefix)]:
+                row[wanted[len(prefix)]] = -0.1
+            rows.append(row)
+        return rows
+
+    return steps
+
+
+@pytest.mark.parametrize("said", ["关闭 卧室 的 灯", "打开 咖啡机", "现在 几点 了"])
+def test_the_search_finds_a_home_sentence_token_by_token(grammar, tokenizer, stage, said):
+    found = constrained_decode(table_decoder(tokenizer, said), tokenizer, grammar, beam=8)
+    assert found and found[0].text == said.replace(" ", "")
+    assert stage.command_meaning(found[0].text) is not None
+
+
+def test_a_found_sentence_is_grounded_in_what_was_heard_by_its_sound(stage):
+    heard = [stage.sounds_of("先載起殿兒")]  # base's hearing of 现在几点了, traditional
+    assert grounded_by_sound(stage.sounds_of("现在几点了"), heard)
+    assert not grounded_by_sound(stage.sounds_of("暂停"), [stage.sounds_of("完帝卧室的台灯")])
+
+
+def test_mandarin_candidates_are_home_commands_that_sound_like_the_reading(stage):
+    found = stage.command_candidates(["打開握式的燈", "現在起點鐘"])
+    assert "打开卧室的灯" in found or "打开卧室的台灯" in found
+    assert "现在几点钟" in found
+    assert stage.command_candidates(["我昨天去超市买了很多水果"]) == []
