@@ -168,6 +168,8 @@ class Decision:
     """The time budget (None: none)."""
     skipped: list[str] = field(default_factory=list)
     """Steps left out because the budget was spent."""
+    profile: str = "home"
+    """The recognition profile: ``home`` (the home's steps) or ``free`` (none of them)."""
 
     def ran(self, name: str, outcome: str, ms: float) -> None:
         """Record a step."""
@@ -181,6 +183,7 @@ class Decision:
         """The transcript event's ``decision`` data: the step that decided, each step run."""
         return {
             "step": self.step,
+            "profile": self.profile,
             "steps": [s.to_dict() for s in self.steps],
             **({"budget_s": self.budget_s} if self.budget_s is not None else {}),
             **({"skipped": self.skipped} if self.skipped else {}),

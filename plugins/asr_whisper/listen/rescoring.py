@@ -14,16 +14,16 @@ def search(u: Utterance, window: Window, free: list[Hypothesis]) -> None:
     """The constrained search in ``window`` (once per window), bounded by its ``free`` readings."""
     if u.grammar is None or window.searched:
         return
-    opts = u.options
+    opts = u.options.recognition
     window.found = commands_found(
         u.decoder.next_logprobs(window.encoded),
         u.decoder.tokenizer(u.language),
         u.grammar,
         [(h.text, h.avg_logprob) for h in free],
         u.home,
-        opts.home_search_beam,
-        opts.home_search_one_template,
-        opts.home_search_first_words,
+        opts.search_beam,
+        opts.search_one_template,
+        opts.search_first_words,
     )
     window.searched = True
 
@@ -34,7 +34,7 @@ def rescore(
     """The home's sentence near ``heard`` the audio says in ``window``, if any; ``free``: that
     window's own readings. A second look (another window, after the retry) measures against
     the top reading of either decode, with the stricter limit."""
-    opts = u.options
+    opts = u.options.recognition
     search(u, window, free)
     texts = [h.text for h in heard]
     second = window.width != s.window.width and bool(s.retried)
@@ -43,9 +43,9 @@ def rescore(
         texts,
         WithConstrained(u.home, window.found) if window.found is not None else u.home,
         lambda candidates: window.score(u.decoder, u.language, candidates),
-        drop=min(DROP_FULL, opts.home_rescore_drop) if second else opts.home_rescore_drop,
+        drop=min(DROP_FULL, opts.rescore_drop) if second else opts.rescore_drop,
         references=list(dict.fromkeys(tops)) or None,
-        forms=surface_forms([*texts, *(h.text for h in free)]) if opts.home_rescore_forms else None,
+        forms=surface_forms([*texts, *(h.text for h in free)]) if opts.rescore_forms else None,
         heard_names=s.heard_names,
     )
     s.rescored = picked.to_dict() if picked is not None else {"why": reason}
