@@ -58,6 +58,9 @@ class Row:
     """This process's CPU time per utterance (every thread's): what load on the shared machine
     does not stretch, unlike the wall time."""
     misses: list[str] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)
+    """Per file: kind, verdict, wall ms, the recognizer's steps and their ms, the step that
+    decided and the verdict of the reading before the home's steps (budget_curve.py)."""
 
     def table_cells(self) -> list[str]:
         lat = stats(self.latencies_ms) if self.latencies_ms else {}
@@ -174,7 +177,7 @@ def peer_runner(stage: Any) -> Callable[[bytes], Any]:
             text, stage.intents, language="en", best_metadata_key=CUSTOM_SENTENCE,
             best_slot_name="name",
         )  # fmt: skip
-        return text, stage._to_intent(text, result, 1.0) if result is not None else None
+        return text, stage._to_intent(text, result, 1.0) if result is not None else None, None
 
     return peer
 
@@ -195,9 +198,10 @@ def row_makers(stages: dict[tuple[bool, bool], Any]) -> dict[str, Callable[[], A
         def run(audio: bytes) -> Any:
             transcript = engine.transcribe(audio)
             if transcript.no_speech or not transcript.text.strip():
-                return transcript.text, None
-            return transcript.text, stage.recognize(transcript.text)
+                return transcript.text, None, transcript
+            return transcript.text, stage.recognize(transcript.text), transcript
 
+        run.stage = stage  # type: ignore[attr-defined]
         return run
 
     before = {"rescore_names": False}  # the rows before that guard
@@ -261,10 +265,11 @@ def measure(label: str, run: Callable[[bytes], Any], files: list[tuple[dict, byt
     row = Row(label)
     for item, audio in files:
         started, cpu = time.perf_counter(), time.process_time()
-        text, intent = run(audio)
+        text, intent, transcript = run(audio)
         row.latencies_ms.append((time.perf_counter() - started) * 1000)
         row.cpu_ms.append((time.process_time() - cpu) * 1000)
         verdict = judge(intent, item["expected"])
+        row.files.append(file_record(item, verdict, row.latencies_ms[-1], transcript, run))
         if item["kind"] == "command":
             row.commands += 1
             clean = item["snr_db"] is None
@@ -282,6 +287,25 @@ def measure(label: str, run: Callable[[bytes], Any], files: list[tuple[dict, byt
                 row.false_activations += 1
                 row.misses.append(f"FALSE {item['file']}: heard {text!r} -> {intent.name}")
     return row
+
+
+def file_record(
+    item: dict[str, Any], verdict: str, ms: float, transcript: Any, run: Any
+) -> dict[str, Any]:
+    """What budget_curve.py needs of one file: its verdict and time, the steps run, the step
+    that decided and the verdict of the free reading (the one kept when that step is cut)."""
+    record: dict[str, Any] = {"file": item["file"], "kind": item["kind"], "verdict": verdict,
+                              "ms": round(ms, 1)}  # fmt: skip
+    decision = (transcript.data.get("decision") if transcript is not None else None) or {}
+    if decision:
+        record["decided"] = decision["step"]
+        record["steps"] = [(s["step"], s["ms"]) for s in decision["steps"]]
+        record["transcript_ms"] = transcript.data["timings_ms"]["total"]
+        free = (transcript.data.get("hypotheses") or [{"text": ""}])[0]["text"]
+        heard = free.strip() and not transcript.data.get("rejected")
+        intent = run.stage.recognize(free) if heard else None
+        record["free_verdict"] = judge(intent, item["expected"])
+    return record
 
 
 HEADER = ["set", "row", "intent right (all)", "clean", "wrong", "false act.", "p50 ms", "p90 ms",
@@ -316,6 +340,12 @@ def main(argv: list[str] | None = None) -> int:
         "--set", default="heldout", help="comma list of heldout, tuning, fresh (default heldout)"
     )
     parser.add_argument("--seed", default="", help="comma list of fresh sets' seeds")
+    parser.add_argument(
+        "--curve",
+        default="",
+        help="comma list of scales: the budget curve replayed from the 'voiced: budget none' "
+        "row at each (1: as measured; 0.5: a machine twice as fast) (budget_curve.py)",
+    )
     args = parser.parse_args(argv)
     ensure_importable()
     seeds = [int(s) for s in args.seed.split(",") if s.strip()]
@@ -335,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"# {name}: {label}: done (load {load_average()})", file=sys.stderr, flush=True)
     print(f"load average at the end: {load_average()}; int8 CPU, tiny.en or as named")
     print_table(results + (totals(results) if len(sets) > 1 else []))
+    for scale in [float(s) for s in args.curve.split(",") if s.strip()]:
+        print_curves(results, scale)
     for name, row in results:
         print(f"\n{name}: {row.label}: misses")
         for miss in row.misses:
@@ -342,6 +374,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps([{"set": n, **r.__dict__} for n, r in results], default=str))
     return 0
+
+
+def print_curves(results: list[tuple[str, Row]], scale: float) -> None:
+    """The budget curve of each set, replayed from its row without a budget."""
+    from benchmarks import budget_curve
+
+    budgets: list[float | None] = [None, *BUDGETS, 1.5, 2.0]
+    for name, row in results:
+        if row.label == "voiced: budget none":
+            print(f"\n{name}: budget curve replayed from '{row.label}', times x{scale:g}")
+            print(budget_curve.table(row.files, budgets, scale))
 
 
 def load_average() -> str:
