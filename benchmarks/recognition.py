@@ -348,10 +348,29 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     ensure_importable()
-    seeds = [int(s) for s in args.seed.split(",") if s.strip()]
-    sets = load_sets([s.strip() for s in args.set.split(",") if s.strip()], seeds)
-    only = [o.strip() for o in args.only.split(",") if o.strip()]
+    sets = load_sets(listed(args.set), [int(s) for s in listed(args.seed)])
     print(f"load average at start: {load_average()}", flush=True)
+    results = run_sets(sets, listed(args.only))
+    print(f"load average at the end: {load_average()}; int8 CPU, tiny.en or as named")
+    print_table(results + (totals(results) if len(sets) > 1 else []))
+    for scale in listed(args.curve):
+        print_curves(results, float(scale))
+    for name, row in results:
+        print(f"\n{name}: {row.label}: misses")
+        for miss in row.misses:
+            print(f"  {miss}")
+    if args.json:
+        print(json.dumps([{"set": n, **r.__dict__} for n, r in results], default=str))
+    return 0
+
+
+def listed(text: str) -> list[str]:
+    """The items of a comma list."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def run_sets(sets: list[tuple[str, dict[str, Any], Any]], only: list[str]) -> list[tuple[str, Row]]:
+    """Every row asked for (``only``: labels or their prefixes) on every set."""
     results: list[tuple[str, Row]] = []
     for name, manifest, root in sets:
         files = [(item, pipeline_audio(str(root / item["file"]))) for item in manifest["items"]]
@@ -363,17 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             results.append((name, measure(label, make(), files)))
             print(f"# {name}: {label}: done (load {load_average()})", file=sys.stderr, flush=True)
-    print(f"load average at the end: {load_average()}; int8 CPU, tiny.en or as named")
-    print_table(results + (totals(results) if len(sets) > 1 else []))
-    for scale in [float(s) for s in args.curve.split(",") if s.strip()]:
-        print_curves(results, scale)
-    for name, row in results:
-        print(f"\n{name}: {row.label}: misses")
-        for miss in row.misses:
-            print(f"  {miss}")
-    if args.json:
-        print(json.dumps([{"set": n, **r.__dict__} for n, r in results], default=str))
-    return 0
+    return results
 
 
 def print_curves(results: list[tuple[str, Row]], scale: float) -> None:
