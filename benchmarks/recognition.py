@@ -182,8 +182,12 @@ def peer_runner(stage: Any) -> Callable[[bytes], Any]:
     return peer
 
 
-def row_makers(stages: dict[tuple[bool, bool], Any]) -> dict[str, Callable[[], Any]]:
-    """Every row's label -> a maker of its ``run(audio) -> (text, intent)``."""
+def row_makers(
+    stages: dict[tuple[bool, bool], Any], stretch: float = 1.0
+) -> dict[str, Callable[[], Any]]:
+    """Every row's label -> a maker of its ``run(audio) -> (text, intent, transcript)``;
+    ``stretch``: the budget rows' budgets are multiplied by it (a machine that many times
+    slower than the one the budgets are meant for)."""
     from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 
     def voiced(
@@ -216,7 +220,9 @@ def row_makers(stages: dict[tuple[bool, bool], Any]) -> dict[str, Callable[[], A
         "voiced: default": lambda: voiced(True, True),
         "voiced: budget none": lambda: voiced(True, True, budget_s=None),
         **{
-            f"voiced: budget {budget} s": lambda budget=budget: voiced(True, True, budget_s=budget)
+            f"voiced: budget {budget} s": lambda budget=budget: voiced(
+                True, True, budget_s=budget * stretch
+            )
             for budget in BUDGETS
         },
         "voiced: recognition = free": lambda: voiced(True, True, profile="free"),
@@ -346,11 +352,19 @@ def main(argv: list[str] | None = None) -> int:
         help="comma list of scales: the budget curve replayed from the 'voiced: budget none' "
         "row at each (1: as measured; 0.5: a machine twice as fast) (budget_curve.py)",
     )
+    parser.add_argument(
+        "--stretch",
+        type=float,
+        default=1.0,
+        help="multiply the budget rows' budgets (a loaded machine N times slower than quiet)",
+    )
     args = parser.parse_args(argv)
     ensure_importable()
     sets = load_sets(listed(args.set), [int(s) for s in listed(args.seed)])
     print(f"load average at start: {load_average()}", flush=True)
-    results = run_sets(sets, listed(args.only))
+    if args.stretch != 1.0:
+        print(f"budget rows: each budget x{args.stretch:g} (a machine that much slower)")
+    results = run_sets(sets, listed(args.only), args.stretch)
     print(f"load average at the end: {load_average()}; int8 CPU, tiny.en or as named")
     print_table(results + (totals(results) if len(sets) > 1 else []))
     for scale in listed(args.curve):
@@ -369,7 +383,9 @@ def listed(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
-def run_sets(sets: list[tuple[str, dict[str, Any], Any]], only: list[str]) -> list[tuple[str, Row]]:
+def run_sets(
+    sets: list[tuple[str, dict[str, Any], Any]], only: list[str], stretch: float = 1.0
+) -> list[tuple[str, Row]]:
     """Every row asked for (``only``: labels or their prefixes) on every set."""
     results: list[tuple[str, Row]] = []
     for name, manifest, root in sets:
@@ -377,7 +393,7 @@ def run_sets(sets: list[tuple[str, dict[str, Any], Any]], only: list[str]) -> li
         commands = sum(i["kind"] == "command" for i in manifest["items"])
         print(f"{name} set: {len(files)} files ({commands} commands, "
               f"{len(files) - commands} chatter/no-speech)", flush=True)  # fmt: skip
-        for label, make in row_makers(intent_stages(manifest["home"])).items():
+        for label, make in row_makers(intent_stages(manifest["home"]), stretch).items():
             if only and not any(label.startswith(o) or o in label for o in only):
                 continue
             results.append((name, measure(label, make(), files)))

@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
-from table_decoder import TableDecoder, TableHome, listen, steps
+import time
+
+import numpy as np
+from table_decoder import SPEECH, TableDecoder, TableHome, listen, steps
+from voiced_plugins.asr_whisper.listen.options import RecognitionOptions
+from voiced_plugins.asr_whisper.listen.rescoring import until_spent
+from voiced_plugins.asr_whisper.listen.state import FULL, Utterance
 
 HOME = {
     "turn on the kitchen lights": "HassTurnOn light.kitchen",
@@ -216,3 +222,26 @@ def test_a_budget_not_spent_skips_nothing():
     transcript, decision = listen(decoder, home(), budget_s=60.0)
     assert transcript.text == "turn on the kitchen lights"
     assert "skipped" not in decision and decision["budget_s"] == 60.0
+
+
+def test_once_the_budget_is_spent_the_search_grows_no_reading_and_says_it_was_cut():
+    asked = []
+
+    def steps(prompt, prefixes):
+        asked.append(len(prefixes))
+        return [np.log(np.full(4, 0.25)) for _ in prefixes]
+
+    options = RecognitionOptions(recognition={"budget_s": 0.5})
+    spent = Utterance(None, None, SPEECH, "en", options, FULL, started=time.perf_counter() - 1)
+    cut: list[bool] = []
+    search = until_spent(spent, steps, cut)
+    assert np.isfinite(search([1], [()])[0]).all()  # the first step is always asked
+    rows = search([1], [(1,), (2,)])
+    assert len(rows) == 2 and all(np.isneginf(row).all() for row in rows)
+    assert asked == [1] and cut == [True]
+    fresh = Utterance(None, None, SPEECH, "en", options, FULL)
+    cut = []
+    search = until_spent(fresh, steps, cut)
+    search([1], [()])
+    search([1], [(1,)])
+    assert asked == [1, 1, 1] and cut == []

@@ -4,7 +4,9 @@ quiet check -> first reading (N-best, the home's choice) -> temperature fallback
 rescoring with the constrained search -> prompted retry -> second look. Each step is a module
 of this package, asks only the ``Decoder`` and the ``HomeGrammar`` (voiced.api.recognition),
 and leaves its outcome and time in the utterance's ``Decision``. Once the anytime budget
-(``recognition.budget_s``) is spent, no further step runs: the best reading so far is kept.
+(``recognition.budget_s``) is spent, no further step runs and the constrained search grows
+no further reading (``rescoring.until_spent``): what it finished is still scored, and the best
+reading so far is kept.
 The ``free`` profile asks no home: Whisper's reading, through the temperature fallback.
 """
 
