@@ -1,30 +1,32 @@
-"""Spoken commands -> intents on the held-out set: voiced beside the naive peer, per technique.
+"""Spoken commands -> intents: voiced beside the naive peer, per technique, per budget.
 
-    python -m benchmarks.recognition [--set heldout|tuning] [--only ROW,ROW] [--json]
+    python -m benchmarks.recognition [--set heldout|tuning|fresh[,...]] [--seed N[,N...]]
+        [--only ROW,ROW] [--curve SCALE[,...]] [--stretch K] [--json]
 
-The set (benchmarks/testset.py ``build_heldout``; ``--set tuning``: ``build_tuning``, the
-repo's own home, where ideas are judged before the held-out set is read) is built when
-missing. Every row reads the
-same files with the same model (bundled tiny.en, CTranslate2 int8, CPU; one row base):
+The sets (built when missing): ``heldout`` (benchmarks/testset.py ``build_heldout``: a home of
+its own; it helped choose some constants, docs/asr.md "Tuned constants"), ``tuning``
+(``build_tuning``, the repo's own home, where ideas are judged first) and ``fresh``
+(benchmarks/fresh.py: a new home, commands, chatter and conditions per ``--seed``; what nothing
+was tuned on). Every row reads the same files with the same model (bundled tiny.en,
+CTranslate2 int8, CPU; one row base):
 
 - peer: faster-whisper ``transcribe`` (greedy, language en) + plain ``hassil.recognize_best``
   with the same templates and home, no normalization;
-- voiced rows: the whisper-ctranslate2 engine and the hassil stage, adding one technique per
-  row (templates only -> + name snapping -> + N-best -> + prompted retry -> + sentence
-  repair of misheard command words -> + rescoring the home's nearby sentences against the
-  audio -> + decoding within the home's sentences (constrained.py), its commands rescored
-  too -> + the first look's limit widened from 0.8 to 1.5 a token -> + each candidate scored
-  in its best surface form, as Whisper writes (rescore.py ``surface_forms``) -> + the limit
-  at 2.0 -> + the search kept to sentences of one template, 12 readings a step = the
-  default; the rows before it search the graph's pairs, 6 a step), the
-  default with a second look in the full window after the prompted retry (rescoring and the
-  search there, 0.8 limit; ``recognition.rescore_full``), the default with the full 30 s window,
-  and the default with Whisper
-  base (``bundled:base``, multilingual, language pinned to en) instead of tiny.en.
+- ``voiced: default``: the whisper-ctranslate2 engine as shipped and the hassil stage;
+  ``voiced: budget none`` / ``budget X s``: the default with that anytime budget
+  (``recognition.budget_s``; ``--stretch K`` multiplies them, for a machine K times slower
+  than the quiet one they are meant for); ``voiced: recognition = free``: the free profile;
+- the technique ladder, one technique added per row (templates only -> + name snapping -> +
+  N-best -> + prompted retry -> + sentence repair -> + rescoring -> + constrained decoding
+  -> + the 1.5 limit -> + surface forms -> + the 2.0 limit -> + one template, beam 12 -> +
+  first words -> + beam 24 -> + names heard are kept), the second look in the full window,
+  the full 30 s window, and Whisper base (``bundled:base``, language pinned to en).
 
 A command is right when the intent name, every expected slot and the set of entities it acts
 on are right; chatter and no-speech files must give no intent (else: a false activation).
-Latency is audio in -> intent out (the whole utterance is there: end of speech -> intent).
+Latency is audio in -> intent out (the whole utterance is there: end of speech -> intent),
+wall time and this process's CPU time, with the load average at start and end. ``--curve``
+replays the budget curve from the ``budget none`` row (benchmarks/budget_curve.py).
 """
 
 from __future__ import annotations
