@@ -122,7 +122,7 @@ def judge(intent: Any, expected: dict[str, Any] | None) -> str:
     return "right"
 
 
-BUDGETS = (0.25, 0.5, 0.75, 1.0)
+BUDGETS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
 """The anytime budgets the curve is measured at (``voiced: budget ...`` rows)."""
 
 
@@ -407,7 +407,7 @@ def print_curves(results: list[tuple[str, Row]], scale: float) -> None:
     """The budget curve of each set, replayed from its row without a budget."""
     from benchmarks import budget_curve
 
-    budgets: list[float | None] = [None, *BUDGETS, 1.5, 2.0]
+    budgets: list[float | None] = [None, *BUDGETS, 3.0]
     for name, row in results:
         if row.label == "voiced: budget none":
             print(f"\n{name}: budget curve replayed from '{row.label}', times x{scale:g}")
