@@ -1,5 +1,6 @@
 """The recognizer's options, for every engine that runs the driver: one ``recognition``
-profile per ASR stage, the expert switches nested under it (docs/asr.md, "The recognizer").
+profile per ASR stage, the expert switches nested under it (docs/asr.md, "The recognition
+profile").
 
     [stages.asr.whisper-ctranslate2]
     recognition = "free"                 # the profile alone
@@ -153,7 +154,7 @@ class RecognitionOptions(FallbackOptions):
     recognition: Recognition = Field(
         default_factory=Recognition,
         description='"home" (default) or "free", or a table: profile = ... and the expert '
-        "switches (docs/asr.md, 'The recognizer')",
+        "switches (docs/asr.md, 'The recognition profile')",
     )
 
     @field_validator("recognition", mode="before")
@@ -172,7 +173,10 @@ class RecognitionOptions(FallbackOptions):
         nested = data.get("recognition", {})
         if isinstance(nested, Recognition):
             nested = nested.model_dump(exclude_unset=True)
-        nested = {"profile": nested} if isinstance(nested, str) else dict(nested)
+        nested = {"profile": nested} if isinstance(nested, str) else nested
+        if not isinstance(nested, dict):
+            return data  # the model says what is wrong with it
+        nested = dict(nested)
         for old in [key for key in FLAT_KEYS if key in data]:
             new, value = FLAT_KEYS[old], data.pop(old)
             if new in nested and nested[new] != value:
