@@ -380,6 +380,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def chosen(label: str, asked: str, labels: Any) -> bool:
+    """Whether ``--only``'s ``asked`` picks the row ``label``: a whole label picks that row
+    alone ("voiced: default"), anything else every row it starts or is in."""
+    if asked in labels:
+        return label == asked
+    return label.startswith(asked) or asked in label
+
+
 def listed(text: str) -> list[str]:
     """The items of a comma list."""
     return [item.strip() for item in text.split(",") if item.strip()]
@@ -395,11 +403,13 @@ def run_sets(
         commands = sum(i["kind"] == "command" for i in manifest["items"])
         print(f"{name} set: {len(files)} files ({commands} commands, "
               f"{len(files) - commands} chatter/no-speech)", flush=True)  # fmt: skip
-        for label, make in row_makers(intent_stages(manifest["home"]), stretch).items():
-            if only and not any(label.startswith(o) or o in label for o in only):
+        makers = row_makers(intent_stages(manifest["home"]), stretch)
+        for label, make in makers.items():
+            if only and not any(chosen(label, o, makers) for o in only):
                 continue
             results.append((name, measure(label, make(), files)))
-            print(f"# {name}: {label}: done (load {load_average()})", file=sys.stderr, flush=True)
+            cells = "  ".join(results[-1][1].table_cells())
+            print(f"# {name}: {cells} (load {load_average()})", file=sys.stderr, flush=True)
     return results
 
 
