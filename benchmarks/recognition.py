@@ -1,30 +1,32 @@
-"""Spoken commands -> intents on the held-out set: voiced beside the naive peer, per technique.
+"""Spoken commands -> intents: voiced beside the naive peer, per technique, per budget.
 
-    python -m benchmarks.recognition [--set heldout|tuning] [--only ROW,ROW] [--json]
+    python -m benchmarks.recognition [--set heldout|tuning|fresh[,...]] [--seed N[,N...]]
+        [--only ROW,ROW] [--curve SCALE[,...]] [--stretch K] [--json]
 
-The set (benchmarks/testset.py ``build_heldout``; ``--set tuning``: ``build_tuning``, the
-repo's own home, where ideas are judged before the held-out set is read) is built when
-missing. Every row reads the
-same files with the same model (bundled tiny.en, CTranslate2 int8, CPU; one row base):
+The sets (built when missing): ``heldout`` (benchmarks/testset.py ``build_heldout``: a home of
+its own; it helped choose some constants, docs/asr.md "Tuned constants"), ``tuning``
+(``build_tuning``, the repo's own home, where ideas are judged first) and ``fresh``
+(benchmarks/fresh.py: a new home, commands, chatter and conditions per ``--seed``; what nothing
+was tuned on). Every row reads the same files with the same model (bundled tiny.en,
+CTranslate2 int8, CPU; one row base):
 
 - peer: faster-whisper ``transcribe`` (greedy, language en) + plain ``hassil.recognize_best``
   with the same templates and home, no normalization;
-- voiced rows: the whisper-ctranslate2 engine and the hassil stage, adding one technique per
-  row (templates only -> + name snapping -> + N-best -> + prompted retry -> + sentence
-  repair of misheard command words -> + rescoring the home's nearby sentences against the
-  audio -> + decoding within the home's sentences (constrained.py), its commands rescored
-  too -> + the first look's limit widened from 0.8 to 1.5 a token -> + each candidate scored
-  in its best surface form, as Whisper writes (rescore.py ``surface_forms``) -> + the limit
-  at 2.0 -> + the search kept to sentences of one template, 12 readings a step = the
-  default; the rows before it search the graph's pairs, 6 a step), the
-  default with a second look in the full window after the prompted retry (rescoring and the
-  search there, 0.8 limit; ``home_rescore_full``), the default with the full 30 s window,
-  and the default with Whisper
-  base (``bundled:base``, multilingual, language pinned to en) instead of tiny.en.
+- ``voiced: default``: the whisper-ctranslate2 engine as shipped and the hassil stage;
+  ``voiced: budget none`` / ``budget X s``: the default with that anytime budget
+  (``recognition.budget_s``; ``--stretch K`` multiplies them, for a machine K times slower
+  than the quiet one they are meant for); ``voiced: recognition = free``: the free profile;
+- the technique ladder, one technique added per row (templates only -> + name snapping -> +
+  N-best -> + prompted retry -> + sentence repair -> + rescoring -> + constrained decoding
+  -> + the 1.5 limit -> + surface forms -> + the 2.0 limit -> + one template, beam 12 -> +
+  first words -> + beam 24 -> + names heard are kept), the second look in the full window,
+  the full 30 s window, and Whisper base (``bundled:base``, language pinned to en).
 
 A command is right when the intent name, every expected slot and the set of entities it acts
 on are right; chatter and no-speech files must give no intent (else: a false activation).
-Latency is audio in -> intent out (the whole utterance is there: end of speech -> intent).
+Latency is audio in -> intent out (the whole utterance is there: end of speech -> intent),
+wall time and this process's CPU time, with the load average at start and end. ``--curve``
+replays the budget curve from the ``budget none`` row (benchmarks/budget_curve.py).
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,13 +56,20 @@ class Row:
     false_activations: int = 0
     idle: int = 0  # chatter + no-speech files
     latencies_ms: list[float] = field(default_factory=list)
+    cpu_ms: list[float] = field(default_factory=list)
+    """This process's CPU time per utterance (every thread's): what load on the shared machine
+    does not stretch, unlike the wall time."""
     misses: list[str] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)
+    """Per file: kind, verdict, wall ms, the recognizer's steps and their ms, the step that
+    decided and the verdict of the reading before the home's steps (budget_curve.py)."""
 
     def table_cells(self) -> list[str]:
         lat = stats(self.latencies_ms) if self.latencies_ms else {}
+        cpu = stats(self.cpu_ms) if self.cpu_ms else {}
 
-        def cell(key: str) -> str:
-            value = lat.get(key)
+        def cell(key: str, of: dict[str, Any] = lat) -> str:
+            value = of.get(key)
             return "-" if value is None else f"{value:.0f}"
 
         return [
@@ -71,6 +82,8 @@ class Row:
             cell("p90"),
             cell("p99"),
             cell("max"),
+            cell("median", cpu),
+            cell("p90", cpu),
             str(len(self.latencies_ms)),
         ]
 
@@ -109,170 +122,313 @@ def judge(intent: Any, expected: dict[str, Any] | None) -> str:
     return "right"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default="", help="comma list of row labels (prefixes)")
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
-    parser.add_argument("--set", choices=("heldout", "tuning"), default="heldout")
-    args = parser.parse_args(argv)
-    ensure_importable()
-    from faster_whisper import WhisperModel
-    from hassil import recognize_best
-    from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
-    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
-    from voiced_plugins.intent_hassil import CUSTOM_SENTENCE, HassilIntent, HassilOptions
+BUDGETS = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0)
+"""The anytime budgets the curve is measured at (``voiced: budget ...`` rows)."""
 
+
+def load_sets(names: list[str], seeds: list[int]) -> list[tuple[str, dict[str, Any], Any]]:
+    """(label, manifest, folder) of each set asked for; ``fresh`` once per seed."""
     from benchmarks import testset
 
-    if args.set == "tuning":
-        manifest, root = testset.build_tuning(), testset.TUNING_DIR
-    else:
-        manifest, root = testset.build_heldout(), testset.HELDOUT_DIR
-    files = [(item, pipeline_audio(str(root / item["file"]))) for item in manifest["items"]]
+    sets = []
+    for name in names:
+        if name == "tuning":
+            sets.append(("tuning", testset.build_tuning(), testset.TUNING_DIR))
+        elif name == "heldout":
+            sets.append(("heldout", testset.build_heldout(), testset.HELDOUT_DIR))
+        elif name == "fresh":
+            from benchmarks import fresh
+
+            if not seeds:
+                raise SystemExit("--set fresh needs --seed N[,N...]")
+            for seed in seeds:
+                manifest = fresh.build(seed)
+                sets.append((f"fresh-{seed}", manifest, fresh.folder(seed)))
+        else:
+            raise SystemExit(f"unknown set {name!r}: heldout, tuning or fresh")
+    return sets
+
+
+def intent_stages(home: dict[str, Any]) -> dict[tuple[bool, bool], Any]:
+    """The hassil stage over ``home``: (fuzzy, repair) -> stage."""
+    from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 
     stages = {}
     for fuzzy, repair in ((False, False), (True, False), (True, True)):
         stage = HassilIntent(HassilOptions(home="", sentences=[], fuzzy=fuzzy, repair=repair))
         stage.load()
-        stage.use_home(manifest["home"])
+        stage.use_home(home)
         stages[fuzzy, repair] = stage
+    return stages
 
-    peer_model = WhisperModel(str(bundled_ct2_dir("tiny.en")), device="cpu", compute_type="int8")
+
+def peer_runner(stage: Any) -> Callable[[bytes], Any]:
+    """faster-whisper ``transcribe`` (greedy, en) + plain ``hassil.recognize_best``."""
+    from faster_whisper import WhisperModel
+    from hassil import recognize_best
+    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
+    from voiced_plugins.intent_hassil import CUSTOM_SENTENCE
+
+    model = WhisperModel(str(bundled_ct2_dir("tiny.en")), device="cpu", compute_type="int8")
 
     def peer(audio: bytes) -> Any:
         samples = np.frombuffer(audio, "<i2").astype(np.float32) / 32768.0
-        segments, _ = peer_model.transcribe(samples, beam_size=1, language="en")
+        segments, _ = model.transcribe(samples, beam_size=1, language="en")
         text = " ".join(s.text.strip() for s in segments).strip()
-        stage = stages[False, False]
         result = recognize_best(
             text, stage.intents, language="en", best_metadata_key=CUSTOM_SENTENCE,
             best_slot_name="name",
         )  # fmt: skip
-        return text, stage._to_intent(text, result, 1.0) if result is not None else None
+        return text, stage._to_intent(text, result, 1.0) if result is not None else None, None
 
-    def voiced(fuzzy: bool, repair: bool = True, **options: Any) -> Any:
+    return peer
+
+
+def row_makers(
+    stages: dict[tuple[bool, bool], Any], stretch: float = 1.0
+) -> dict[str, Callable[[], Any]]:
+    """Every row's label -> a maker of its ``run(audio) -> (text, intent, transcript)``;
+    ``stretch``: the budget rows' budgets are multiplied by it (a machine that many times
+    slower than the one the budgets are meant for)."""
+    from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
+
+    def voiced(
+        fuzzy: bool, repair: bool = True, engine_options: Any = None, **switches: Any
+    ) -> Any:
+        """The engine with ``switches`` under ``recognition`` and ``engine_options`` beside."""
         stage = stages[fuzzy, repair]
-        engine = WhisperCt2Asr(WhisperCt2Options(**options), App(stage))
+        options = WhisperCt2Options(**(engine_options or {}), recognition=switches)
+        engine = WhisperCt2Asr(options, App(stage))
         engine.load()
 
         def run(audio: bytes) -> Any:
             transcript = engine.transcribe(audio)
             if transcript.no_speech or not transcript.text.strip():
-                return transcript.text, None
-            return transcript.text, stage.recognize(transcript.text)
+                return transcript.text, None, transcript
+            return transcript.text, stage.recognize(transcript.text), transcript
 
+        run.stage = stage  # type: ignore[attr-defined]
         return run
 
-    before = {"home_rescore_names": False}  # the rows before that guard
+    before = {"rescore_names": False}  # the rows before that guard
     graph_search = {
-        "home_search_one_template": False,
-        "home_search_beam": 6,
-        "home_search_first_words": False,
+        "search_one_template": False,
+        "search_beam": 6,
+        "search_first_words": False,
         **before,
     }
     rows = {
-        "peer: faster-whisper + plain hassil": lambda: peer,
+        "peer: faster-whisper + plain hassil": lambda: peer_runner(stages[False, False]),
+        "voiced: default": lambda: voiced(True, True),
+        "voiced: budget none": lambda: voiced(True, True, budget_s=None),
+        **{
+            f"voiced: budget {budget} s": lambda budget=budget: voiced(
+                True, True, budget_s=budget * stretch
+            )
+            for budget in BUDGETS
+        },
+        "voiced: recognition = free": lambda: voiced(True, True, profile="free"),
         "voiced: templates only": lambda: voiced(
-            False, False, hypotheses=1, home_retry=False, home_rescore=False
+            False, False, hypotheses=1, retry=False, rescore=False
         ),
         "voiced: + name snapping": lambda: voiced(
-            True, False, hypotheses=1, home_retry=False, home_rescore=False
+            True, False, hypotheses=1, retry=False, rescore=False
         ),
-        "voiced: + N-best (3)": lambda: voiced(True, False, home_retry=False, home_rescore=False),
-        "voiced: + prompted retry": lambda: voiced(True, False, home_rescore=False),
-        "voiced: + sentence repair (text)": lambda: voiced(True, True, home_rescore=False),
+        "voiced: + N-best (3)": lambda: voiced(True, False, retry=False, rescore=False),
+        "voiced: + prompted retry": lambda: voiced(True, False, rescore=False),
+        "voiced: + sentence repair (text)": lambda: voiced(True, True, rescore=False),
         "voiced: + home rescoring": lambda: voiced(
-            True,
-            True,
-            home_constrained=False,
-            home_rescore_drop=0.8,
-            home_rescore_forms=False,
-            **before,
+            True, True, constrained=False, rescore_drop=0.8, rescore_forms=False, **before
         ),
         "voiced: + constrained decoding (0.8 limit)": lambda: voiced(
-            True, True, home_rescore_drop=0.8, home_rescore_forms=False, **graph_search
+            True, True, rescore_drop=0.8, rescore_forms=False, **graph_search
         ),
         "voiced: + 1.5 limit on the first look": lambda: voiced(
-            True, True, home_rescore_drop=1.5, home_rescore_forms=False, **graph_search
+            True, True, rescore_drop=1.5, rescore_forms=False, **graph_search
         ),
         "voiced: + surface forms (1.5 limit)": lambda: voiced(
-            True, True, home_rescore_drop=1.5, **graph_search
+            True, True, rescore_drop=1.5, **graph_search
         ),
         "voiced: + surface forms, 2.0 limit": lambda: voiced(True, True, **graph_search),
         "voiced: + search within one template, beam 12": lambda: voiced(
-            True, True, home_search_first_words=False, home_search_beam=12, **before
+            True, True, search_first_words=False, search_beam=12, **before
         ),
         "voiced: + first words that make a command": lambda: voiced(
-            True, True, home_search_beam=12, **before
+            True, True, search_beam=12, **before
         ),
         "voiced: + search beam 24": lambda: voiced(True, True, **before),
-        "voiced: + names heard are kept (default)": lambda: voiced(True, True),
-        "voiced: default + second look, full window": lambda: voiced(
-            True, True, home_rescore_full=True
-        ),
-        "voiced: default, window=full": lambda: voiced(True, True, window="full"),
+        "voiced: + names heard are kept": lambda: voiced(True, True),
+        "voiced: default + second look, full window": lambda: voiced(True, True, rescore_full=True),
+        "voiced: default, window=full": lambda: voiced(True, True, {"window": "full"}),
         "voiced: default, model=bundled:base (en)": lambda: voiced(
-            True, True, model="bundled:base", language="en"
+            True, True, {"model": "bundled:base", "language": "en"}
         ),
     }
-    only = [o.strip() for o in args.only.split(",") if o.strip()]
-    results = []
-    for label, make in rows.items():
-        if only and not any(label.startswith(o) or o in label for o in only):
-            continue
-        run = make()
-        run(files[0][1])  # warm up caches
-        row = Row(label)
-        for item, audio in files:
-            started = time.perf_counter()
-            text, intent = run(audio)
-            row.latencies_ms.append((time.perf_counter() - started) * 1000)
-            verdict = judge(intent, item["expected"])
-            if item["kind"] == "command":
-                row.commands += 1
-                clean = item["snr_db"] is None
-                row.clean += clean
-                if verdict == "right":
-                    row.right += 1
-                    row.clean_right += clean
-                else:
-                    row.wrong += verdict == "wrong"
-                    got = f"{intent.name} {intent.data.get('entities')}" if intent else "-"
-                    row.misses.append(f"{item['file']}: {item['text']!r} heard {text!r} -> {got}")
-            else:
-                row.idle += 1
-                if verdict == "false":
-                    row.false_activations += 1
-                    row.misses.append(f"FALSE {item['file']}: heard {text!r} -> {intent.name}")
-        results.append(row)
-        print(f"# {label}: done", file=sys.stderr, flush=True)
+    return rows
 
-    commands = sum(i["kind"] == "command" for i in manifest["items"])
-    print(f"{args.set} set: {len(files)} files ({commands} commands, "
-          f"{len(files) - commands} chatter/no-speech), int8 CPU, tiny.en or as named")  # fmt: skip
-    header = [
-        "row",
-        "intent right (all)",
-        "clean",
-        "wrong",
-        "false act.",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "max ms",
-        "n",
-    ]
-    table = [header] + [r.table_cells() for r in results]
-    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+
+def measure(label: str, run: Callable[[bytes], Any], files: list[tuple[dict, bytes]]) -> Row:
+    """One row: every file through ``run``, judged, timed (wall and this process's CPU)."""
+    run(files[0][1])  # warm up caches
+    row = Row(label)
+    for item, audio in files:
+        started, cpu = time.perf_counter(), time.process_time()
+        text, intent, transcript = run(audio)
+        row.latencies_ms.append((time.perf_counter() - started) * 1000)
+        row.cpu_ms.append((time.process_time() - cpu) * 1000)
+        verdict = judge(intent, item["expected"])
+        row.files.append(file_record(item, verdict, row.latencies_ms[-1], transcript, run))
+        if item["kind"] == "command":
+            row.commands += 1
+            clean = item["snr_db"] is None
+            row.clean += clean
+            if verdict == "right":
+                row.right += 1
+                row.clean_right += clean
+            else:
+                row.wrong += verdict == "wrong"
+                got = f"{intent.name} {intent.data.get('entities')}" if intent else "-"
+                row.misses.append(f"{item['file']}: {item['text']!r} heard {text!r} -> {got}")
+        else:
+            row.idle += 1
+            if verdict == "false":
+                row.false_activations += 1
+                row.misses.append(f"FALSE {item['file']}: heard {text!r} -> {intent.name}")
+    return row
+
+
+def file_record(
+    item: dict[str, Any], verdict: str, ms: float, transcript: Any, run: Any
+) -> dict[str, Any]:
+    """What budget_curve.py needs of one file: its verdict and time, the steps run, the step
+    that decided and the verdict of the free reading (the one kept when that step is cut)."""
+    record: dict[str, Any] = {"file": item["file"], "kind": item["kind"], "verdict": verdict,
+                              "ms": round(ms, 1)}  # fmt: skip
+    decision = (transcript.data.get("decision") if transcript is not None else None) or {}
+    if decision:
+        record["decided"] = decision["step"]
+        record["steps"] = [(s["step"], s["ms"]) for s in decision["steps"]]
+        record["transcript_ms"] = transcript.data["timings_ms"]["total"]
+        free = (transcript.data.get("hypotheses") or [{"text": ""}])[0]["text"]
+        heard = free.strip() and not transcript.data.get("rejected")
+        intent = run.stage.recognize(free) if heard else None
+        record["free_verdict"] = judge(intent, item["expected"])
+    return record
+
+
+HEADER = ["set", "row", "intent right (all)", "clean", "wrong", "false act.", "p50 ms", "p90 ms",
+          "p99 ms", "max ms", "cpu p50", "cpu p90", "n"]  # fmt: skip
+
+
+def print_table(results: list[tuple[str, Row]]) -> None:
+    table = [HEADER] + [[name, *row.table_cells()] for name, row in results]
+    widths = [max(len(line[i]) for line in table) for i in range(len(HEADER))]
     for line in table:
         print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
-    for row in results:
-        print(f"\n{row.label}: misses")
+
+
+def totals(results: list[tuple[str, Row]]) -> list[tuple[str, Row]]:
+    """Each row summed over the sets (when there are several)."""
+    summed: dict[str, Row] = {}
+    for _, row in results:
+        total = summed.setdefault(row.label, Row(row.label))
+        for key in ("right", "commands", "clean_right", "clean", "wrong", "false_activations",
+                    "idle"):  # fmt: skip
+            setattr(total, key, getattr(total, key) + getattr(row, key))
+        total.latencies_ms += row.latencies_ms
+        total.cpu_ms += row.cpu_ms
+    return [("all", row) for row in summed.values()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma list of row labels (prefixes)")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    parser.add_argument(
+        "--set", default="heldout", help="comma list of heldout, tuning, fresh (default heldout)"
+    )
+    parser.add_argument("--seed", default="", help="comma list of fresh sets' seeds")
+    parser.add_argument(
+        "--curve",
+        default="",
+        help="comma list of scales: the budget curve replayed from the 'voiced: budget none' "
+        "row at each (1: as measured; 0.5: a machine twice as fast) (budget_curve.py)",
+    )
+    parser.add_argument(
+        "--stretch",
+        type=float,
+        default=1.0,
+        help="multiply the budget rows' budgets (a loaded machine N times slower than quiet)",
+    )
+    args = parser.parse_args(argv)
+    ensure_importable()
+    sets = load_sets(listed(args.set), [int(s) for s in listed(args.seed)])
+    print(f"load average at start: {load_average()}", flush=True)
+    if args.stretch != 1.0:
+        print(f"budget rows: each budget x{args.stretch:g} (a machine that much slower)")
+    results = run_sets(sets, listed(args.only), args.stretch)
+    print(f"load average at the end: {load_average()}; int8 CPU, tiny.en or as named")
+    print_table(results + (totals(results) if len(sets) > 1 else []))
+    for scale in listed(args.curve):
+        print_curves(results, float(scale))
+    for name, row in results:
+        print(f"\n{name}: {row.label}: misses")
         for miss in row.misses:
             print(f"  {miss}")
     if args.json:
-        print(json.dumps([r.__dict__ for r in results], default=str))
+        print(json.dumps([{"set": n, **r.__dict__} for n, r in results], default=str))
     return 0
+
+
+def chosen(label: str, asked: str, labels: Any) -> bool:
+    """Whether ``--only``'s ``asked`` picks the row ``label``: a whole label picks that row
+    alone ("voiced: default"), anything else every row it starts or is in."""
+    if asked in labels:
+        return label == asked
+    return label.startswith(asked) or asked in label
+
+
+def listed(text: str) -> list[str]:
+    """The items of a comma list."""
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def run_sets(
+    sets: list[tuple[str, dict[str, Any], Any]], only: list[str], stretch: float = 1.0
+) -> list[tuple[str, Row]]:
+    """Every row asked for (``only``: labels or their prefixes) on every set."""
+    results: list[tuple[str, Row]] = []
+    for name, manifest, root in sets:
+        files = [(item, pipeline_audio(str(root / item["file"]))) for item in manifest["items"]]
+        commands = sum(i["kind"] == "command" for i in manifest["items"])
+        print(f"{name} set: {len(files)} files ({commands} commands, "
+              f"{len(files) - commands} chatter/no-speech)", flush=True)  # fmt: skip
+        makers = row_makers(intent_stages(manifest["home"]), stretch)
+        for label, make in makers.items():
+            if only and not any(chosen(label, o, makers) for o in only):
+                continue
+            results.append((name, measure(label, make(), files)))
+            cells = "  ".join(results[-1][1].table_cells())
+            print(f"# {name}: {cells} (load {load_average()})", file=sys.stderr, flush=True)
+    return results
+
+
+def print_curves(results: list[tuple[str, Row]], scale: float) -> None:
+    """The budget curve of each set, replayed from its row without a budget."""
+    from benchmarks import budget_curve
+
+    budgets: list[float | None] = [None, *BUDGETS, 3.0]
+    for name, row in results:
+        if row.label == "voiced: budget none":
+            print(f"\n{name}: budget curve replayed from '{row.label}', times x{scale:g}")
+            print(budget_curve.table(row.files, budgets, scale))
+
+
+def load_average() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 if __name__ == "__main__":

@@ -20,9 +20,11 @@ def engines(hassil):
     with loaded(
         {
             "rescore": WhisperCt2Asr(
-                WhisperCt2Options(home_retry=False, home_constrained=False), App(hassil)
+                WhisperCt2Options(recognition={"retry": False, "constrained": False}), App(hassil)
             ),
-            "constrained": WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(hassil)),
+            "constrained": WhisperCt2Asr(
+                WhisperCt2Options(recognition={"retry": False}), App(hassil)
+            ),
         }
     ) as made:
         yield made
@@ -152,9 +154,9 @@ def test_a_narrowband_slip_is_found_within_one_template(hassil):
     audio = float_to_pcm16(resample(resample(wide, 16000, 8000), 8000, 16000))
     engines = {
         "pairs": WhisperCt2Asr(
-            WhisperCt2Options(home_retry=False, home_search_one_template=False,
-                              home_search_beam=6), App(hassil)),
-        "one template": WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(hassil)),
+            WhisperCt2Options(recognition={"retry": False, "search_one_template": False,
+                                           "search_beam": 6}), App(hassil)),
+        "one template": WhisperCt2Asr(WhisperCt2Options(recognition={"retry": False}), App(hassil)),
     }  # fmt: skip
     with loaded(engines):
         before = engines["pairs"].transcribe(audio)

@@ -18,6 +18,9 @@ from voiced_plugins.asr_whisper.choose import (
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 from voiced_plugins.intent_hassil import HassilIntent
 
+PLAIN = {"hypotheses": 1, "retry": False, "rescore": False}
+"""Whisper's reading and name snapping: none of the home-aware steps."""
+
 
 @pytest.fixture(scope="module")
 def snapping() -> HassilIntent:
@@ -29,10 +32,10 @@ def snapping() -> HassilIntent:
 def engines(hassil, snapping):
     with loaded(
         {
-            "plain": WhisperCt2Asr(
-                WhisperCt2Options(hypotheses=1, home_retry=False, home_rescore=False), App(snapping)
+            "plain": WhisperCt2Asr(WhisperCt2Options(recognition=PLAIN), App(snapping)),
+            "retry": WhisperCt2Asr(
+                WhisperCt2Options(recognition={"rescore": False}), App(snapping)
             ),
-            "retry": WhisperCt2Asr(WhisperCt2Options(home_rescore=False), App(snapping)),
             "home": WhisperCt2Asr(WhisperCt2Options(), App(hassil)),
         }
     ) as made:

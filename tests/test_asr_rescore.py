@@ -22,12 +22,16 @@ def engines(stages):
     with loaded(
         {  # the prompted retry is off: each technique on its own
             "before": WhisperCt2Asr(
-                WhisperCt2Options(home_retry=False, home_rescore=False), App(stages["snapping"])
+                WhisperCt2Options(recognition={"retry": False, "rescore": False}),
+                App(stages["snapping"]),
             ),
             "repair": WhisperCt2Asr(
-                WhisperCt2Options(home_retry=False, home_rescore=False), App(stages["home"])
+                WhisperCt2Options(recognition={"retry": False, "rescore": False}),
+                App(stages["home"]),
             ),
-            "rescore": WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(stages["home"])),
+            "rescore": WhisperCt2Asr(
+                WhisperCt2Options(recognition={"retry": False}), App(stages["home"])
+            ),
         }
     ) as made:
         yield made

@@ -2,7 +2,7 @@
 home): a first look that takes a command up to 1.5 nats a token below Whisper's own reading
 (candidates scored as written; the default now scores them in their best surface form, up to
 2.0: tests/test_asr_surface_forms.py), and the optional second look in the full window after
-the prompted retry (``home_rescore_full``, 0.8 there). The audio is the tuning set's
+the prompted retry (``recognition.rescore_full``, 0.8 there). The audio is the tuning set's
 (benchmarks/testset.py ``render``, same voice, rate, noise and seed); the slips are what the
 model really writes for it (measured, issue 15)."""
 
@@ -21,7 +21,7 @@ from benchmarks import testset
 from benchmarks.recognition import pipeline_audio
 
 pytestmark = pytest.mark.slow
-PAIRS_SEARCH = {"home_search_one_template": False, "home_search_beam": 6}
+PAIRS_SEARCH = {"search_one_template": False, "search_beam": 6}
 
 
 def noisy(text: str, voice: str, speed: int, rate: int, seed: int) -> bytes:
@@ -42,21 +42,21 @@ def engines(hassil):
             # the limit on its own: candidates scored as written, as when 1.5 was chosen
             "0.8": WhisperCt2Asr(
                 WhisperCt2Options(
-                    home_retry=False, home_rescore_drop=0.8, home_rescore_forms=False
+                    recognition={"retry": False, "rescore_drop": 0.8, "rescore_forms": False}
                 ),
                 App(hassil),
             ),
             "1.5": WhisperCt2Asr(
                 WhisperCt2Options(
-                    home_retry=False, home_rescore_drop=1.5, home_rescore_forms=False
+                    recognition={"retry": False, "rescore_drop": 1.5, "rescore_forms": False}
                 ),
                 App(hassil),
             ),
             # the search over the graph's pairs, 6 readings a step: kept to one template, the
             # default finds the noisy "lock the front door" below in the fitted window already
-            "one look": WhisperCt2Asr(WhisperCt2Options(**PAIRS_SEARCH), App(hassil)),
+            "one look": WhisperCt2Asr(WhisperCt2Options(recognition=PAIRS_SEARCH), App(hassil)),
             "two looks": WhisperCt2Asr(
-                WhisperCt2Options(home_rescore_full=True, **PAIRS_SEARCH), App(hassil)
+                WhisperCt2Options(recognition={"rescore_full": True, **PAIRS_SEARCH}), App(hassil)
             ),
         }
     ) as made:

@@ -60,7 +60,9 @@ def test_the_best_surface_form_is_the_candidates_score():
 def engines(hassil):
     with loaded(
         {
-            "as written": WhisperCt2Asr(WhisperCt2Options(home_rescore_forms=False), App(hassil)),
+            "as written": WhisperCt2Asr(
+                WhisperCt2Options(recognition={"rescore_forms": False}), App(hassil)
+            ),
             "as whisper writes": WhisperCt2Asr(WhisperCt2Options(), App(hassil)),  # the default
         }
     ) as made:

@@ -83,7 +83,7 @@ def test_a_freed_peak_at_the_heaps_top_goes_back_once_the_thresholds_are_fixed(t
 @pytest.mark.slow
 def test_the_constrained_search_has_its_whole_grammar_once_the_engine_has_loaded():
     hassil = home_hassil()
-    engine = WhisperCt2Asr(WhisperCt2Options(home_retry=False), App(hassil))
+    engine = WhisperCt2Asr(WhisperCt2Options(recognition={"retry": False}), App(hassil))
     engine.load()
     try:
         assert os.environ.get("MKL_DISABLE_FAST_MM") == "1"  # MKL keeps no buffers of its own

@@ -170,6 +170,8 @@ class Decision:
     """Steps left out because the budget was spent."""
     home: bool | None = None
     """Whether a home grammar was there to ask (None: not recorded)."""
+    profile: str = "home"
+    """The recognition profile: ``home`` (the home's steps) or ``free`` (none of them)."""
 
     def ran(self, name: str, outcome: str, ms: float) -> None:
         """Record a step."""
@@ -183,6 +185,7 @@ class Decision:
         """The transcript event's ``decision`` data: the step that decided, each step run."""
         return {
             "step": self.step,
+            "profile": self.profile,
             "steps": [s.to_dict() for s in self.steps],
             **({"budget_s": self.budget_s} if self.budget_s is not None else {}),
             **({"skipped": self.skipped} if self.skipped else {}),

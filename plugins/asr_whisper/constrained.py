@@ -37,27 +37,23 @@ from .common import WORD
 
 START, END, NUMBER, ANY = "<s>", "</s>", "<#>", "<*>"
 BEAM = 24
-"""Readings kept per step (case and spelling variants of one reading count once). 6 lost
-"what is the date today" to readings of "what is the next..." on the held-out set; 12
-lost it on another CPU (CTranslate2's int8 decode differs by CPU) to "what is the first
-floor floor", and two more held-out commands besides (benchmarks.recognition)."""
+"""Readings kept per step (case and spelling variants of one reading count once). Where
+each tuned value came from: docs/asr.md, "Tuned constants"."""
 MAX_TOKENS = 32
 """The longest command searched for, in tokens."""
 RESULTS = 4
 """Finished sentences handed on (best first)."""
 PRUNE = 3.0
 """A partial sentence whose mean log-probability a token falls this far below the free
-reading's is dropped: the rescoring's limit (rescore.py DROP, 2.0) and room for the dip of a
-misheard word on the way (at 1.5, below that limit, "what is the date today", 1.3 below in
-all, was dropped at "date")."""
+reading's is dropped: above the rescoring's limit (rescore.py DROP), for the dip of a
+misheard word on the way."""
 END_FLOOR = -3.0
 """The least log-probability of a found sentence's end after its last word: one the audio
 goes on past is a part of what was said, not a command ("the lights on in the kitchen" of
-"I left the lights on in the kitchen all night": -5.6; "set the temperature in the hallway
-to 20" of "...to 21 degrees": -4.6; the commands found on the tuning and held-out sets: -0.1
-to -1.6). The rescoring's forced scores do not count it."""
+"I left the lights on in the kitchen all night"). The rescoring's forced scores do not
+count it."""
 PRUNE_AFTER = 3
-"""Tokens before pruning starts (a misheard first word costs much: "Go" for "turn")."""
+"""Tokens before pruning starts (a misheard first word costs much)."""
 _CONTRACTION = re.compile(r"^(.+?)(s|t|re|ll|ve|d|m)$")
 
 
@@ -396,8 +392,7 @@ def _said(
 
 GROUNDING_LETTERS = 3
 """Least letters of the word a found sentence shares with a reading: "I", "a", "is", "on"
-are in most sentences (an 8 kHz "is the tv on" heard "I will speak to you, and" was found
-as "What can I say", 0.63 below)."""
+are in most sentences and ground nothing."""
 
 
 def grounded(text: str, heard: list[str]) -> bool:
@@ -433,9 +428,9 @@ FIRST_WORDS = 4
 
 
 OPENING = 3
-"""Words after a new first word that must go on one template with it (``first_words``): a
-strict match costs ~4 ms, and most first words open no sentence that goes on so ("is on the
-chandelier")."""
+"""Words after a new first word that must go on one template with it (``first_words``):
+most first words open no sentence that goes on so ("is on the chandelier"), and each
+strict match costs time."""
 
 
 def _opens_one_template(grammar: TokenGrammar, words: list[str]) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from pydantic import Field
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 
 
 class WhisperCt2Options(RecognitionOptions):
+    section: ClassVar[str] = "stages.asr.whisper-ctranslate2"
+
     compute_type: str = Field("auto", description="auto: int8 on CPU, float16 on CUDA")
     cpu_threads: int = Field(0, ge=0, description="0: CTranslate2's default (all cores)")
     vad_filter: bool = Field(False, description="faster-whisper's Silero VAD (long audio only)")
@@ -97,21 +99,7 @@ class WhisperCt2Asr:
         log.info("%s: %s on %s (%s)", self.name, opts.model, self.device, choice.reason)
         if opts.warmup:
             self._decode(np.zeros(SAMPLE_RATE, dtype=np.float32) + 1e-3, None, WARMUP)
-        self._build_grammars()
-
-    def _build_grammars(self) -> None:
-        """The constrained search's token grammar of each language the config speaks, built
-        now as the model is, not on the first utterance nothing matches (maybe hours later)."""
-        opts = self.options
-        if not (opts.home_rescore and opts.home_constrained):
-            return
-        languages = getattr(getattr(self.app, "settings", None), "languages", None)
-        spoken = list(languages()) if callable(languages) else []
-        for requested in dict.fromkeys([*spoken, opts.language]):
-            if requested is None and self.multilingual:
-                continue  # detected per utterance: no grammar to guess
-            language = pinned(self.name, requested, opts.language, self.multilingual)
-            self.homes.grammar(language, self.homes.home(language))
+        self.homes.build(self.options)
 
     def warm_home(self, home: Any, language: str | None) -> None:
         """Build ``home``'s token grammar for the constrained search now, off the hot path (a

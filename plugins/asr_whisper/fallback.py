@@ -34,7 +34,7 @@ DEFAULT_TEMPERATURES = (0.2, 0.4, 0.6, 0.8, 1.0)
 LOOP_MIN_TOKENS = 12
 LOOP_MAX_DISTINCT = 1 / 3
 """A decode of at least LOOP_MIN_TOKENS text tokens of which at most this share are distinct
-is a loop (sentences in any language measured: 0.6-1.0 distinct)."""
+is a loop (docs/asr.md, "Tuned constants")."""
 
 
 class FallbackOptions(WhisperOptions):

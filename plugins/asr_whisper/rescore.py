@@ -11,11 +11,11 @@ A candidate wins only when
 - no candidate that means something else scores within ``separation`` of it.
 
 Chatter is safe by the first two: the home's sentences nearest to it are words away and
-score far below what Whisper heard (the tuning set's 36 chatter files: >= 5.3 nats a token,
-in the candidates' best surface forms).
+score far below what Whisper heard. The limits' values and the sets that chose them:
+docs/asr.md, "Tuned constants".
 The engine listens in the fitted window with ``DROP``; its optional second look, after a
 prompted retry that found no command, in the full window with the stricter ``DROP_FULL``
-(ct2.py, ``home_rescore_full``).
+(listen/second_look.py, ``recognition.rescore_full``).
 """
 
 from __future__ import annotations
@@ -30,22 +30,17 @@ from .common import WORD
 
 DROP = 2.0
 """Most mean log-probability a token a candidate may score below the free reading, on the
-first look (the fitted window), each scored in its best surface form (``surface_forms``).
-Chosen on the tuning set: the right commands recovered lie 0.03-1.74 below, its 36 chatter
-files (24 near commands) nowhere nearer than 5.3, and every limit from 1.74 to 5.3 recovers
-the same; 2.0 keeps to the low end. 1.5 before surface forms (the right ones then lay up to
-2.24 below, chatter from 5.9), 0.8 before that."""
+first look (the fitted window), each scored in its best surface form (``surface_forms``)."""
 DROP_FULL = 0.8
 """The same limit on the second look, in the full window after the prompted retry found no
-command: each look is one more chance to err. On the tuning set the right commands found
-there lie -0.03-0.77 below, a wrong one ("lock" for a said "unlock") 0.95."""
+command: stricter, as each look is one more chance to err."""
 SEPARATION = 0.3
 """Least lead the winner must have over a candidate with another meaning."""
 CHECKS = 4
 """Best-scored candidates asked for their meaning (a strict match each: not free)."""
 RESHAPED = 4
-"""Best-scored candidates (as given) scored in their other surface forms too (a forced
-score costs ~5 ms a sentence on a CPU core: only the likeliest few)."""
+"""Best-scored candidates (as given) scored in their other surface forms too (each forced
+score costs time: only the likeliest few)."""
 RIVAL_NUMBERS = (*range(11), 12, 15, *range(20, 101, 5))
 """Numbers a rescored number no reading has is measured against (_number_rival)."""
 ENDINGS = (".", "?")
@@ -191,11 +186,10 @@ def _name_words(text: str) -> set[str]:
 
 NAME_KEPT = 0.6
 """Least similarity (difflib's ratio) of a word of the rescored command to a name word
-heard for that name to count as kept: respelled ("mag floor" -> "back door", 0.89), not
-dropped ("fan" against any word of "turn off the kitchen, light in the kitchen", ≤ 0.4)."""
+heard for that name to count as kept: respelled ("mag floor" -> "back door"), not dropped
+("fan" against any word of "turn off the kitchen, light in the kitchen")."""
 NAME_KEPT_SAME_START = 0.4
-"""The same for a word that starts with the same letter ("the way of the light" -> "the
-weather like": "like" 0.44 to "light")."""
+"""The same for a word that starts with the same letter ("like" for a heard "light")."""
 
 
 def names_heard(top: str, names: str) -> frozenset[str]:

@@ -4,7 +4,10 @@ quiet check -> first reading (N-best, the home's choice) -> temperature fallback
 rescoring with the constrained search -> prompted retry -> second look. Each step is a module
 of this package, asks only the ``Decoder`` and the ``HomeGrammar`` (voiced.api.recognition),
 and leaves its outcome and time in the utterance's ``Decision``. Once the anytime budget
-(``recognition_budget_s``) is spent, no further step runs: the best reading so far is kept.
+(``recognition.budget_s``) is spent, no further step runs and the constrained search grows
+no further reading (``rescoring.until_spent``): what it finished is still scored, and the best
+reading so far is kept.
+The ``free`` profile asks no home: Whisper's reading, through the temperature fallback.
 """
 
 from __future__ import annotations
@@ -54,13 +57,14 @@ def recognize(
         return decoder.transcribe_long(samples, language, data)
     if decoder.multilingual and language is None:
         language, data["language_probability"] = decoder.detect(samples)
-    home = homes.home(language) if plan.home else None
-    grammar = homes.grammar(language, home) if plan.home_steps and home_search(options) else None
+    profile = options.recognition
+    home = homes.home(language) if plan.home and profile.home else None
+    grammar = homes.grammar(language, home) if plan.home_steps and profile.searches else None
     u = Utterance(decoder, home, samples, language, options, plan, grammar, started)
     first = time.perf_counter()
     s = first_reading(u)
     s.decision.ran("first", s.decision.why, (time.perf_counter() - first) * 1000)
-    s.decision.budget_s = options.recognition_budget_s
+    s.decision.budget_s, s.decision.profile = profile.budget_s, profile.profile
     s.decision.home = home is not None
     if plan.fallback:
         run(u, s, "fallback", temperature_fallback)
@@ -69,23 +73,18 @@ def recognize(
     return transcript(u, s, data)
 
 
-def home_search(options: RecognitionOptions) -> bool:
-    """Whether the constrained search runs with the rescoring."""
-    return options.home_rescore and options.home_constrained
-
-
 def home_steps(u: Utterance, s: Listening) -> None:
     """Rescoring, the prompted retry and the second look, for speech that is no command yet."""
-    opts = u.options
+    opts = u.options.recognition
     s.unmatched = unmatched_speech(u, s)
     rescoring = (
-        s.unmatched and opts.home_rescore and has(u.home, "command_candidates", "command_meaning")
+        s.unmatched and opts.rescore and has(u.home, "command_candidates", "command_meaning")
     )
-    if rescoring and opts.home_rescore_names:
+    if rescoring and opts.rescore_names:
         s.heard_names = names_heard(s.hypotheses[0].text, u.home.prompt_words())
     if rescoring:
         run(u, s, "rescore", first_look)
-    if s.unmatched and opts.home_retry:
+    if s.unmatched and opts.retry:
         run(u, s, "retry", prompted_retry)
         if s.unmatched and rescoring:
             run(u, s, "second_look", second_look)

@@ -27,7 +27,7 @@ def temperature_fallback(u: Utterance, s: Listening) -> str:
     decode, tried = with_fallback(s.decode, u.options.temperatures, u.options, decode_at)
     if not tried:
         return "passed Whisper's thresholds"
-    choice = choose(decode.hypotheses, u.home, u.options.hypothesis_margin)
+    choice = choose(decode.hypotheses, u.home, u.options.recognition.hypothesis_margin)
     s.decode, s.fallback = decode, tried
     s.chosen, s.command = decode.hypotheses[choice.index], choice.command
     s.decision.step, s.decision.why, s.decision.index = "fallback", choice.why, choice.index

@@ -15,7 +15,7 @@ def first_reading(u: Utterance) -> Listening:
     frames = min(width * 100, int(u.seconds * 100) + 1)
     window = Window(u.decoder.encode(u.samples, width), width, frames)
     decode = u.decoder.generate(window.encoded, u.seconds, width, u.language, count=u.count)
-    choice = choose(decode.hypotheses, u.home, u.options.hypothesis_margin)
+    choice = choose(decode.hypotheses, u.home, u.options.recognition.hypothesis_margin)
     decision = Decision("first", choice.why, choice.index)
     return Listening(
         window,

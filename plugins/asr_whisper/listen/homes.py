@@ -9,6 +9,8 @@ from voiced.api.recognition import Decoder, HomeGrammar, has
 
 from ..choose import checker_of
 from ..constrained import GrammarCache, TokenGrammar
+from ..language import pinned
+from .options import RecognitionOptions
 
 
 class Homes:
@@ -34,3 +36,18 @@ class Homes:
         return self._grammars.setdefault(language, GrammarCache(self.kept)).get(
             home, self.decoder.tokenizer(language)
         )
+
+    def build(self, options: RecognitionOptions) -> None:
+        """The constrained search's token grammar of each language the config speaks, built
+        now as the model is, not on the first utterance nothing matches (maybe hours later)."""
+        if not options.recognition.searches:
+            return
+        settings = getattr(self.app, "settings", None)
+        languages = getattr(settings, "languages", None)
+        spoken = list(languages()) if callable(languages) else []
+        multilingual = self.decoder.multilingual
+        for requested in dict.fromkeys([*spoken, options.language]):
+            if requested is None and multilingual:
+                continue  # detected per utterance: no grammar to guess
+            language = pinned(self.decoder.name, requested, options.language, multilingual)
+            self.grammar(language, self.home(language))

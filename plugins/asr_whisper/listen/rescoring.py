@@ -3,29 +3,52 @@ with the constrained search's finds among them (../rescore.py, ../constrained.py
 
 from __future__ import annotations
 
-from voiced.api.recognition import Hypothesis
+import numpy as np
+
+from voiced.api.recognition import Hypothesis, NextLogprobs
 
 from ..constrained import WithConstrained, commands_found
 from ..rescore import DROP_FULL, pick_rescored, surface_forms
 from .state import Listening, Utterance, Window
 
 
-def search(u: Utterance, window: Window, free: list[Hypothesis]) -> None:
-    """The constrained search in ``window`` (once per window), bounded by its ``free`` readings."""
+def search(u: Utterance, s: Listening, window: Window, free: list[Hypothesis]) -> None:
+    """The constrained search in ``window`` (once per window), bounded by its ``free`` readings
+    and by the budget: once it is spent the search ends with the sentences it has finished."""
     if u.grammar is None or window.searched:
         return
-    opts = u.options
+    opts = u.options.recognition
+    cut: list[bool] = []
     window.found = commands_found(
-        u.decoder.next_logprobs(window.encoded),
+        until_spent(u, u.decoder.next_logprobs(window.encoded), cut),
         u.decoder.tokenizer(u.language),
         u.grammar,
         [(h.text, h.avg_logprob) for h in free],
         u.home,
-        opts.home_search_beam,
-        opts.home_search_one_template,
-        opts.home_search_first_words,
+        opts.search_beam,
+        opts.search_one_template,
+        opts.search_first_words,
     )
     window.searched = True
+    if cut:
+        s.decision.skipped.append("search")
+
+
+def until_spent(u: Utterance, steps: NextLogprobs, cut: list[bool]) -> NextLogprobs:
+    """The search's next-token steps while the budget lasts; after it every token is
+    impossible (-inf), so no reading grows and the search ends (``cut`` says it did)."""
+    last: list[np.ndarray] = []
+
+    def step(prompt: list[int], prefixes: list[tuple[int, ...]]) -> list[np.ndarray]:
+        if last and u.spent():
+            if not cut:
+                cut.append(True)
+            return [np.full_like(last[0], -np.inf) for _ in prefixes]
+        rows = steps(prompt, prefixes)
+        last[:] = rows[:1]
+        return rows
+
+    return step
 
 
 def rescore(
@@ -34,8 +57,8 @@ def rescore(
     """The home's sentence near ``heard`` the audio says in ``window``, if any; ``free``: that
     window's own readings. A second look (another window, after the retry) measures against
     the top reading of either decode, with the stricter limit."""
-    opts = u.options
-    search(u, window, free)
+    opts = u.options.recognition
+    search(u, s, window, free)
     texts = [h.text for h in heard]
     second = window.width != s.window.width and bool(s.retried)
     tops = [s.hypotheses[0].text, s.retried[0].text] if second else []
@@ -43,9 +66,9 @@ def rescore(
         texts,
         WithConstrained(u.home, window.found) if window.found is not None else u.home,
         lambda candidates: window.score(u.decoder, u.language, candidates),
-        drop=min(DROP_FULL, opts.home_rescore_drop) if second else opts.home_rescore_drop,
+        drop=min(DROP_FULL, opts.rescore_drop) if second else opts.rescore_drop,
         references=list(dict.fromkeys(tops)) or None,
-        forms=surface_forms([*texts, *(h.text for h in free)]) if opts.home_rescore_forms else None,
+        forms=surface_forms([*texts, *(h.text for h in free)]) if opts.rescore_forms else None,
         heard_names=s.heard_names,
     )
     s.rescored = picked.to_dict() if picked is not None else {"why": reason}

@@ -21,7 +21,7 @@ def prompted_retry(u: Utterance, s: Listening) -> str:
         encoded, u.seconds, FULL_WINDOW_S, u.language, u.home.prompt_words(), u.count
     ).hypotheses
     s.decision.retried = True
-    won = pick_retry(s.retried, s.hypotheses, u.home, u.options.hypothesis_margin)
+    won = pick_retry(s.retried, s.hypotheses, u.home, u.options.recognition.hypothesis_margin)
     if won is None:
         s.decision.why += MISSED
         return "no command close to the first reading"

@@ -1,5 +1,5 @@
 """The second look: after a retry that found no command, rescoring what both decodes read,
-in the full window (``home_rescore_full``) or again in the fitted one."""
+in the full window (``recognition.rescore_full``) or again in the fitted one."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def second_look(u: Utterance, s: Listening) -> str:
     """Rescore the readings of both decodes (noise and long commands read better in the full
     window: issue #15)."""
     heard = [*s.hypotheses, *s.retried]
-    if u.options.home_rescore_full:
+    if u.options.recognition.rescore_full:
         found = rescore(u, s, heard, [*s.retried, *s.hypotheses], s.windows[FULL_WINDOW_S])
     else:
         found = rescore(u, s, heard, s.hypotheses, s.window)

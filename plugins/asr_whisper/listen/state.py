@@ -73,11 +73,11 @@ class Utterance:
     @property
     def count(self) -> int:
         """Hypotheses to decode: N-best needs a home to judge them."""
-        return self.options.hypotheses if self.home is not None else 1
+        return self.options.recognition.hypotheses if self.home is not None else 1
 
     def spent(self) -> bool:
         """Whether the anytime budget is spent."""
-        budget = self.options.recognition_budget_s
+        budget = self.options.recognition.budget_s
         return budget is not None and time.perf_counter() - self.started >= budget
 
 

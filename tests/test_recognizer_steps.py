@@ -1,0 +1,247 @@
+"""The recognizer's steps, profile and budget, each rule on the table-backed fake decoder
+(tests/table_decoder.py): what each step fixes, what it leaves alone, which steps run."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from table_decoder import SPEECH, TableDecoder, TableHome, listen, steps
+from voiced_plugins.asr_whisper.listen.options import RecognitionOptions
+from voiced_plugins.asr_whisper.listen.rescoring import until_spent
+from voiced_plugins.asr_whisper.listen.state import FULL, Utterance
+
+HOME = {
+    "turn on the kitchen lights": "HassTurnOn light.kitchen",
+    "turn off the kitchen lights": "HassTurnOff light.kitchen",
+    "turn on the porch light": "HassTurnOn light.porch",
+}
+FAR = {
+    "turn on the kitchen lights": -6.0,
+    "turn off the kitchen lights": -6.5,
+    "turn on the porch light": -7.0,
+}
+"""The home's sentences scored against chatter: far below what was said."""
+KITTEN = "Turn on the kitten lights."
+KITCHEN = "Turn on the kitchen lights."
+CHATTER = "I left the kitchen lights on all night."
+
+
+def home(**tables) -> TableHome:
+    return TableHome(dict(HOME), **tables)
+
+
+# -- the first reading: N-best and the home's choice ------------------------------------------
+
+
+def test_a_command_within_the_margin_of_the_top_reading_is_chosen():
+    decoder = TableDecoder({"first": [(KITTEN, -0.30), (KITCHEN, -0.45)]})
+    transcript, decision = listen(decoder, home())
+    assert transcript.text == KITCHEN
+    assert decision["step"] == "first"
+    assert transcript.data["hypothesis"]["index"] == 1
+    assert steps(decision) == ["first", "fallback"]  # a command: no home step runs
+    assert "generate first x3" in decoder.calls
+
+
+def test_a_command_further_below_than_the_margin_is_not_chosen():
+    decoder = TableDecoder({"first": [(KITTEN, -0.30), (KITCHEN, -0.70)]})
+    transcript, _ = listen(decoder, home(), rescore=False, retry=False)
+    assert transcript.text == KITTEN
+    assert transcript.data["hypothesis"]["why"].startswith("no hypothesis within the margin")
+
+
+# -- the temperature fallback -----------------------------------------------------------------
+
+
+def test_a_decode_below_the_log_probability_threshold_is_sampled_again_and_its_command_kept():
+    decoder = TableDecoder(
+        {"first": [("Turn on the kit and lights.", -1.4)], "t0.2": [(KITCHEN, -0.6)]}
+    )
+    transcript, decision = listen(decoder, home(), rescore=False, retry=False)
+    assert transcript.text == KITCHEN
+    assert decision["step"] == "fallback"
+    assert decoder.asked("generate t0.2") and not decoder.asked("generate t0.4")
+
+
+def test_a_confident_decode_is_not_sampled_again():
+    decoder = TableDecoder({"first": [(CHATTER, -0.4)]})
+    _, decision = listen(decoder, home(), rescore=False, retry=False)
+    assert decision["steps"][1]["outcome"] == "passed Whisper's thresholds"
+    assert not decoder.asked("generate t")
+
+
+# -- rescoring ---------------------------------------------------------------------------------
+
+
+def test_rescoring_finds_the_command_the_audio_nearly_says():
+    scores = {"turn on the kitten lights": -0.5, "turn on the kitchen lights": -0.9}
+    decoder = TableDecoder({"first": [(KITTEN, -0.5)]}, scores)
+    transcript, decision = listen(decoder, home())
+    assert transcript.text == "turn on the kitchen lights"
+    assert decision["step"] == "rescore"
+    assert steps(decision) == ["first", "fallback", "rescore"]  # fixed: no retry
+    assert transcript.data["rescored"]["free_score"] == -0.5
+
+
+def test_rescoring_keeps_chatter_free_when_every_sentence_of_the_home_scores_far_below():
+    decoder = TableDecoder(
+        {"first": [(CHATTER, -0.4)], "retry": [("Kitchen lights on all night.", -0.5)]},
+        {"i left the kitchen lights on all night": -0.4, **FAR},
+    )
+    transcript, decision = listen(decoder, home())
+    assert transcript.text == CHATTER
+    assert decision["step"] == "first"
+    assert steps(decision) == ["first", "fallback", "rescore", "retry", "second_look"]
+    assert "below what was heard" in transcript.data["rescored"]["why"]
+
+
+def test_rescoring_refuses_two_commands_that_score_alike():
+    scores = {
+        "turn on the kitten lights": -0.5,
+        "turn on the kitchen lights": -0.9,
+        "turn off the kitchen lights": -1.0,
+    }
+    decoder = TableDecoder({"first": [(KITTEN, -0.5)]}, scores)
+    transcript, _ = listen(decoder, home(), retry=False)
+    assert transcript.text == KITTEN
+    assert transcript.data["rescored"]["why"].endswith("score alike and mean different things")
+
+
+def test_rescoring_off_leaves_the_home_sentences_unscored():
+    decoder = TableDecoder({"first": [(KITTEN, -0.5)]}, {"turn on the kitchen lights": -0.6})
+    transcript, decision = listen(decoder, home(), rescore=False, retry=False)
+    assert transcript.text == KITTEN and not decoder.asked("score")
+    assert steps(decision) == ["first", "fallback"]
+
+
+# -- the prompted retry ------------------------------------------------------------------------
+
+
+def test_the_prompted_retry_keeps_a_command_that_re_reads_the_first_decode():
+    decoder = TableDecoder(
+        {
+            "first": [("Pern on the porch light.", -0.5)],
+            "retry": [("Turn on the porch light.", -0.3)],
+        }
+    )
+    transcript, decision = listen(decoder, home(), rescore=False)
+    assert transcript.text == "Turn on the porch light."
+    assert decision["step"] == "retry" and transcript.data["hypothesis"]["retried"]
+    assert "encode 30" in decoder.calls  # the full window
+
+
+def test_the_prompted_retry_drops_a_command_far_from_what_was_first_heard():
+    decoder = TableDecoder(
+        {"first": [("What a lovely day for a walk.", -0.4)], "retry": [(KITCHEN, -0.3)]}
+    )
+    transcript, decision = listen(decoder, home(), rescore=False)
+    assert transcript.text == "What a lovely day for a walk."
+    assert decision["step"] == "first"
+    assert transcript.data["hypothesis"]["why"].endswith("gave no command close to it")
+
+
+# -- the second look ---------------------------------------------------------------------------
+
+
+def test_the_second_look_rescores_what_the_retry_read():
+    decoder = TableDecoder(
+        {"first": [("Burn on the kitten.", -0.6)], "retry": [("Turn on the kitchen lice.", -0.7)]},
+        {"burn on the kitten": -0.6, "turn on the kitchen lice": -0.7,
+         "turn on the kitchen lights": -1.0},
+    )  # fmt: skip
+    near = {"turn on the kitchen lice": ["turn on the kitchen lights"]}
+    transcript, decision = listen(decoder, home(near=near))
+    assert transcript.text == "turn on the kitchen lights"
+    assert decision["step"] == "second_look"
+    assert steps(decision) == ["first", "fallback", "rescore", "retry", "second_look"]
+
+
+def test_the_second_look_in_the_full_window_is_stricter():
+    table = {
+        "first": [("Burn on the kitten.", -0.6)],
+        "retry": [("Turn on the kitchen lice.", -0.7)],
+    }
+    scores = {"burn on the kitten": -0.6, "turn on the kitchen lights": -1.5}  # 0.9 below
+    near = {"turn on the kitchen lice": ["turn on the kitchen lights"]}
+    fitted, _ = listen(TableDecoder(table, scores), home(near=near))
+    assert fitted.text == "turn on the kitchen lights"  # within the first look's 2.0
+    decoder = TableDecoder(table, scores)
+    full, decision = listen(decoder, home(near=near), rescore_full=True)
+    assert full.text == "Burn on the kitten."  # not within 0.8
+    assert full.data["rescored"]["window_s"] == 30 and steps(decision)[-1] == "second_look"
+
+
+# -- the profile -------------------------------------------------------------------------------
+
+
+def test_the_free_profile_asks_the_home_nothing_and_keeps_whispers_reading():
+    table = {"first": [(KITTEN, -0.30), (KITCHEN, -0.35)], "retry": [(KITCHEN, -0.2)]}
+    scores = {"turn on the kitchen lights": -0.4}
+    house = home()
+    decoder = TableDecoder(table, scores)
+    transcript, decision = listen(decoder, house, profile="free")
+    assert transcript.text == KITTEN
+    assert decision["profile"] == "free"
+    assert steps(decision) == ["first", "fallback"]
+    assert house.asked == []  # not even "is this a command"
+    assert decoder.calls == ["encode 5", "generate first x1"]  # greedy: no N-best to choose
+    at_home, decision = listen(TableDecoder(table, scores), home())
+    assert at_home.text == KITCHEN and decision["profile"] == "home"
+
+
+# -- the anytime budget ------------------------------------------------------------------------
+
+
+def test_once_the_budget_is_spent_no_step_runs_and_the_first_reading_is_kept():
+    scores = {"turn on the kitten lights": -0.5, "turn on the kitchen lights": -0.9}
+    decoder = TableDecoder({"first": [(KITTEN, -0.5)]}, scores, delays={"generate": 0.3})
+    transcript, decision = listen(decoder, home(), budget_s=0.1)
+    assert transcript.text == KITTEN  # the best so far
+    assert decision["budget_s"] == 0.1
+    assert decision["skipped"] == ["fallback", "rescore", "retry", "second_look"]
+    assert steps(decision) == ["first"]
+    assert not decoder.asked("score") and not decoder.asked("generate retry")
+
+
+def test_a_step_begun_within_the_budget_finishes_and_the_later_ones_are_skipped():
+    decoder = TableDecoder(
+        {"first": [(CHATTER, -0.4)], "retry": [(KITCHEN, -0.3)]},
+        {"i left the kitchen lights on all night": -0.4},
+        delays={"forced_scores": 0.3},
+    )
+    transcript, decision = listen(decoder, home(), budget_s=0.25)
+    assert steps(decision) == ["first", "fallback", "rescore"]
+    assert decision["skipped"] == ["retry", "second_look"]
+    assert transcript.text == CHATTER
+
+
+def test_a_budget_not_spent_skips_nothing():
+    scores = {"turn on the kitten lights": -0.5, "turn on the kitchen lights": -0.9}
+    decoder = TableDecoder({"first": [(KITTEN, -0.5)]}, scores)
+    transcript, decision = listen(decoder, home(), budget_s=60.0)
+    assert transcript.text == "turn on the kitchen lights"
+    assert "skipped" not in decision and decision["budget_s"] == 60.0
+
+
+def test_once_the_budget_is_spent_the_search_grows_no_reading_and_says_it_was_cut():
+    asked = []
+
+    def steps(prompt, prefixes):
+        asked.append(len(prefixes))
+        return [np.log(np.full(4, 0.25)) for _ in prefixes]
+
+    options = RecognitionOptions(recognition={"budget_s": 0.5})
+    spent = Utterance(None, None, SPEECH, "en", options, FULL, started=time.perf_counter() - 1)
+    cut: list[bool] = []
+    search = until_spent(spent, steps, cut)
+    assert np.isfinite(search([1], [()])[0]).all()  # the first step is always asked
+    rows = search([1], [(1,), (2,)])
+    assert len(rows) == 2 and all(np.isneginf(row).all() for row in rows)
+    assert asked == [1] and cut == [True]
+    fresh = Utterance(None, None, SPEECH, "en", options, FULL)
+    cut = []
+    search = until_spent(fresh, steps, cut)
+    search([1], [()])
+    search([1], [(1,)])
+    assert asked == [1, 1, 1] and cut == []
