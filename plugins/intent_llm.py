@@ -128,7 +128,7 @@ class LlmIntent:
             )
             return None
         try:
-            return self.recognize(text)
+            return self.recognize(text, speaker=context.speaker)
         except LlmError as exc:
             reason = str(exc)
         except Exception as exc:  # a fallback must never take the run down
@@ -138,29 +138,34 @@ class LlmIntent:
         context.data.setdefault("intent_errors", []).append({"recognizer": "llm", "reason": reason})
         return None
 
-    def recognize(self, text: str) -> Intent | None:
-        """Ask the model; None when it says no intent fits; LlmError when it cannot be used."""
+    def recognize(self, text: str, speaker: str | None = None) -> Intent | None:
+        """Ask the model; None when it says no intent fits; LlmError when it cannot be used.
+        ``speaker``: who said it (an enrolled name, ``unknown``), told to the model."""
         if self._tools_work is not False:
             try:
-                answer = self._ask(text, tools=True)
+                answer = self._ask(text, tools=True, speaker=speaker)
             except _NoToolSupport as exc:
                 if self.options.mode == "tools":
                     raise LlmError(f"server refused tool calling: {exc}") from None
                 log.info("llm: server has no tool calling (%s); using JSON answers", exc)
                 self._tools_work = False
-                answer = self._ask(text, tools=False)
+                answer = self._ask(text, tools=False, speaker=speaker)
         else:
-            answer = self._ask(text, tools=False)
+            answer = self._ask(text, tools=False, speaker=speaker)
         return self._to_intent(text, answer)
 
     # -- the request ------------------------------------------------------------------------
 
-    def _ask(self, text: str, tools: bool) -> dict[str, Any]:
+    def _ask(self, text: str, tools: bool, speaker: str | None = None) -> dict[str, Any]:
+        system = self._system_prompt(tools)
+        if speaker is not None:
+            who = "a voice nobody enrolled" if speaker == "unknown" else speaker.title()
+            system += f"\nThe person speaking: {who}."
         body: dict[str, Any] = {
             "model": self.options.model,
             "temperature": self.options.temperature,
             "messages": [
-                {"role": "system", "content": self._system_prompt(tools)},
+                {"role": "system", "content": system},
                 {"role": "user", "content": text},
             ],
         }

@@ -14,6 +14,7 @@ from voiced.api.logs import fields
 log = logging.getLogger("voiced.events")
 
 SUMMARY_KEYS = (
+    "event",
     "text",
     "name",
     "slots",

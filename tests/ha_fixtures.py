@@ -35,6 +35,7 @@ COMPONENTS = (
     "api", "config", "websocket_api", "onboarding", "intent", "conversation",
     "assist_pipeline", "assist_satellite", "stt", "tts", "wake_word", "ffmpeg", "mqtt",
     "wyoming", "file_upload", "person", "auth", "http", "homeassistant", "frontend",
+    "esphome",
 )  # fmt: skip
 """Integrations the tests load (Home Assistant loads their dependencies too)."""
 CACHE = Path(os.environ.get("VOICED_TEST_CACHE", Path.home() / ".cache" / "voiced-tests"))
@@ -49,11 +50,8 @@ def ha_venv() -> Path:
     """The cached venv with Home Assistant; built (under a lock) when missing."""
     target = CACHE / f"homeassistant-{HA_VERSION}-py{debian_python.VERSION}"
     if (target / "ready").exists():
-        return target
-    try:
-        root = debian_python.python_root(CACHE)
-    except (debian_python.DebianPythonUnavailable, subprocess.SubprocessError) as exc:
-        raise HomeAssistantUnavailable(f"Home Assistant {HA_VERSION}: {exc}") from exc
+        return _topped_up(target)
+    root = _python_root()
     with open(CACHE / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be building it
         if (target / "ready").exists():
@@ -67,14 +65,45 @@ def ha_venv() -> Path:
             [str(python), "-c", _REQUIREMENTS, *COMPONENTS],
             capture_output=True, text=True, check=True,
         ).stdout.split()  # fmt: skip
-        # some have no wheel for this Python and build against Debian's Python headers
-        include = str(debian_python.include_dir(root))
-        env = {**os.environ, "C_INCLUDE_PATH": include, "CPLUS_INCLUDE_PATH": include}
-        subprocess.run([*pip, *requirements], check=True, env=env)
+        subprocess.run([*pip, *requirements], check=True, env=_build_env(root))
         (build / "ready").write_text(" ".join(requirements) + "\n")
         shutil.rmtree(target, ignore_errors=True)
         build.rename(target)  # `bin/python -m ...` still works in a moved venv
     return target
+
+
+def _topped_up(target: Path) -> Path:
+    """A cached venv built before an integration joined ``COMPONENTS`` gets its requirements."""
+    python = str(target / "bin" / "python")
+    installed = (target / "ready").read_text().split()
+    wanted = subprocess.run(
+        [python, "-c", _REQUIREMENTS, *COMPONENTS], capture_output=True, text=True, check=True
+    ).stdout.split()
+    missing = [r for r in wanted if r not in installed]
+    if missing:
+        with open(CACHE / f"{target.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            subprocess.run(
+                [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 *missing],
+                check=True, env=_build_env(_python_root()),
+            )  # fmt: skip
+            (target / "ready").write_text(" ".join(sorted({*installed, *missing})) + "\n")
+    return target
+
+
+def _python_root() -> Path:
+    try:
+        return debian_python.python_root(CACHE)
+    except (debian_python.DebianPythonUnavailable, subprocess.SubprocessError) as exc:
+        raise HomeAssistantUnavailable(f"Home Assistant {HA_VERSION}: {exc}") from exc
+
+
+def _build_env(root: Path) -> dict[str, str]:
+    """pip's environment: requirements with no wheel for this Python build against Debian's
+    Python headers."""
+    include = str(debian_python.include_dir(root))
+    return {**os.environ, "C_INCLUDE_PATH": include, "CPLUS_INCLUDE_PATH": include}
 
 
 # Prints the requirements of the named integrations and of every integration they depend on.
@@ -106,6 +135,7 @@ homeassistant:
   latitude: 0
   longitude: 0
   elevation: 0
+  internal_url: http://127.0.0.1:{port}
 api:
 config:
 websocket_api:
@@ -134,7 +164,7 @@ class HomeAssistant:
         self.process: subprocess.Popen[bytes] | None = None
         self.started_seconds = 0.0
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "configuration.yaml").write_text(CONFIGURATION)
+        (folder / "configuration.yaml").write_text(CONFIGURATION.format(port=self.port))
         # HTTP settings live in .storage: from configuration.yaml they would be a trial config
         # that reverts to port 8123 on every interface after 5 minutes
         storage = folder / ".storage"

@@ -351,6 +351,14 @@ class RecordingAssistant:
     def cancel(self, site_id: str | None = None) -> None:
         self.calls.append(("cancel", site_id))
 
+    async def enroll_speaker(self, name: str, site_id: str | None = None) -> bool:
+        self.calls.append(("enroll", name, site_id))
+        return True
+
+    def forget_speaker(self, name: str) -> bool:
+        self.calls.append(("forget-speaker", name))
+        return name == "alice"
+
     def stage(self, kind: str, name: str | None = None) -> Any:
         for (k, n), obj in self.stages.items():
             if k == kind and (name is None or n == name):

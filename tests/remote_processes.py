@@ -31,6 +31,12 @@ uri = "tcp://127.0.0.1:{port}"
 services = {services}
 """
 
+HOME_CONFIG = """
+[stages.intent.hassil]
+home = "{home}"
+sentences = []
+"""
+
 WAKE_CONFIG = """
 [stages.wake.openwakeword]
 models = ["hey_jarvis"]
@@ -105,19 +111,25 @@ class ServiceProcess:
             return "(no log)"
 
 
-def remote_voiced(folder: Path, port: int | None = None, wake: bool = False) -> ServiceProcess:
+def remote_voiced(
+    folder: Path, port: int | None = None, wake: bool = False, home: Path | None = None
+) -> ServiceProcess:
     """``voiced run`` with only its Wyoming server (ASR: tiny.en on CTranslate2, TTS: Piper;
-    with ``wake``, also detect: openWakeWord's hey_jarvis)."""
+    with ``wake``, also detect: openWakeWord's hey_jarvis; with ``home``, an intent stage on
+    that home file, which its recognizer asks)."""
     port = port or free_port()
-    config = folder / ("remote-voiced-wake.toml" if wake else "remote-voiced.toml")
+    name = "remote-voiced" + ("-wake" if wake else "") + ("-home" if home else "")
+    config = folder / f"{name}.toml"
     services = '["asr", "tts", "wake"]' if wake else '["asr", "tts"]'
     text = REMOTE_VOICED_CONFIG.format(port=port, services=services)
+    if home is not None:
+        text = text.replace("intent = []", 'intent = ["hassil"]') + HOME_CONFIG.format(home=home)
     if wake:
         text = text.replace('tts = ["piper"]', 'tts = ["piper"]\nwake = ["openwakeword"]')
         text += WAKE_CONFIG
     config.write_text(text)
     command = [sys.executable, "-m", "voiced.cli", "--config", str(config), "run"]
-    return ServiceProcess(command, port, folder, "remote-voiced")
+    return ServiceProcess(command, port, folder, name)
 
 
 def faster_whisper_server(folder: Path, port: int | None = None) -> ServiceProcess:

@@ -9,15 +9,23 @@ keep the token out of every log record, and stop within seconds.
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
 import logging
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 import websockets
+from home_stages import home_hassil
 from loop_lag import loop_lag
+from voiced_plugins.home_assistant.handler import HandlerOptions, HomeAssistantHandler
 from voiced_plugins.home_assistant.home_source import HomeAssistantHome, HomeSourceOptions
+
+from voiced.api.app import RunContext
+from voiced.api.intents import Intent
 
 TOKEN = "hostile-test-token-0123456789abcdef"
 EMPTY_LISTS = {
@@ -200,3 +208,152 @@ async def test_the_token_is_in_no_log_record_even_at_debug(hassil, tmp_path, cap
     assert any("websockets" in r.name for r in caplog.records), "the library's debug lines seen"
     leaked = [r.name for r in caplog.records if TOKEN[:12] in r.getMessage() + str(r.args)]
     assert not leaked
+
+
+class HostileIntentApi:
+    """An HTTP server on 127.0.0.1 whose ``/api/intent/handle`` answers with ``body_of(handler)``
+    (it writes the status, headers and body itself), one thread per request."""
+
+    def __init__(self, answer: Callable[[Any], None]) -> None:
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    answer(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    outer.dropped += 1  # the client hung up: what it should do
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.dropped = 0
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> HostileIntentApi:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+def huge_announced(request: Any) -> None:
+    """500 MB announced and streamed in 1 MB pieces of JSON-ish text."""
+    request.send_response(200)
+    request.send_header("Content-Type", "application/json")
+    request.send_header("Content-Length", str(500 * 1024 * 1024))
+    request.end_headers()
+    piece = b'{"speech": "' + b"x" * (1024 * 1024)
+    for _ in range(500):
+        request.wfile.write(piece)
+
+
+def huge_unannounced(request: Any) -> None:
+    """An endless body with no length: read until the connection closes."""
+    request.send_response(200)
+    request.send_header("Content-Type", "application/json")
+    request.send_header("Connection", "close")
+    request.end_headers()
+    piece = b"[" * (1024 * 1024)
+    for _ in range(500):
+        request.wfile.write(piece)
+
+
+def dripping(request: Any) -> None:
+    """A valid answer, one byte every 0.2 s (each read is quick: only the whole is slow)."""
+    body = json.dumps({"response_type": "action_done", "data": {"success": []}}).encode()
+    request.send_response(200)
+    request.send_header("Content-Length", str(len(body)))
+    request.end_headers()
+    for byte in body:
+        request.wfile.write(bytes([byte]))
+        request.wfile.flush()
+        time.sleep(0.2)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        line = next(x for x in status if x.startswith("VmRSS:"))
+    return int(line.split()[1]) / 1024
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [(huge_announced, "announces"), (huge_unannounced, "longer than"), (dripping, "took longer")],
+    ids=["500-MB-announced", "endless-body", "one-byte-at-a-time"],
+)
+def test_an_intent_reply_is_read_within_its_size_and_time(answer, said):
+    with HostileIntentApi(answer) as server:
+        options = HandlerOptions(url=server.url, token=TOKEN, timeout=1.0)
+        events: list[Any] = []
+        app = type("App", (), {"emit": staticmethod(events.append)})()
+        handler = HomeAssistantHandler(options, app)
+        intent = Intent("HassTurnOn", {"name": "Kitchen Lights"}, "turn on the kitchen lights")
+        before, began = rss_mb(), time.monotonic()
+        response = handler.voiced_handle(intent, RunContext(site_id="hall"))
+        took, grew = time.monotonic() - began, rss_mb() - before
+    assert response.data["error"] == "unreachable"
+    assert said in response.data["message"], response.data
+    assert response.speech == options.unreachable_speech
+    assert took < 5, f"{took:.1f} s"
+    assert grew < 50, f"RSS grew {grew:.0f} MB"
+    refused = [e for e in events if e.type == "intent-refused"]
+    assert refused and refused[0].site_id == "hall"
+
+
+def big_home(entities: int) -> Misbehaviour:
+    """HA's registries and states of a home with ``entities`` lights in 100 areas."""
+    areas = [{"area_id": f"a{i}", "name": f"Room {i}", "aliases": []} for i in range(100)]
+    registry = [
+        {"entity_id": f"light.l{i}", "area_id": f"a{i % 100}", "device_id": None, "name": None,
+         "original_name": f"Lamp {i}", "aliases": [], "options": {}}
+        for i in range(entities)
+    ]  # fmt: skip
+    states = [
+        {"entity_id": f"light.l{i}", "state": "off", "attributes": {"friendly_name": f"Lamp {i}"}}
+        for i in range(entities)
+    ]
+    exposed = {"exposed_entities": {f"light.l{i}": {"conversation": True} for i in range(entities)}}
+    results = {"config/area_registry/list": areas, "config/entity_registry/list": registry,
+               "config/entity_registry/get_entries": {e["entity_id"]: e for e in registry},
+               "get_states": states}  # fmt: skip
+
+    results["expose"] = exposed
+    texts = {kind: json.dumps(result) for kind, result in results.items()}  # not on the loop
+
+    async def answer_big(ws: Any, connection: int, message: dict[str, Any]) -> bool:
+        kind = "expose" if "expose" in message["type"] else message["type"]
+        if kind in texts:
+            head = f'{{"id": {message["id"]}, "type": "result", "success": true, "result": '
+            await ws.send(head + texts[kind] + "}")
+            return True
+        return False
+
+    return answer_big
+
+
+async def test_a_home_of_50000_entities_is_built_off_the_event_loop(tmp_path):
+    hassil = home_hassil(repair=False)  # the client's part; the repair graph's own scaling
+    async with HostileHomeAssistant(big_home(50_000)) as server:  # is the intent stage's
+        source = home_source(App(hassil), server.url, tmp_path, timeout=60.0)
+        # the worker thread building the home takes the GIL in turns: a callback's wall time
+        # includes waiting for it, so its CPU time on the loop is the bound that tells
+        with loop_lag(wall_limit=5.0) as lag:
+            await source.start()
+            await source.wait_connected(120)
+            for _ in range(1200):  # until the home is built (seconds on a loaded machine)
+                if source.home is not None and len(source.home["entities"]) == 50_000:
+                    break
+                await asyncio.sleep(0.1)
+            assert await stopped_within(source, 5) < 5
+        lag.check()
+    assert len(source.home["entities"]) == 50_000

@@ -234,8 +234,9 @@ def test_a_reply_goes_to_the_topic_the_front_end_fixes_never_one_a_job_names(
 
 
 def test_an_offline_worker_gets_no_new_job_and_two_workers_take_two_jobs_at_once(
-    mosquitto, config, tmp_path, started
+    mosquitto, config, tmp_path, started, mqtt_recorder
 ):
+    published = mqtt_recorder(f"{PREFIX}/jobs/#")
     started.extend(WorkerProcess(config, w, tmp_path) for w in ("w1", "w2", "w3"))
     stage = front_end(mosquitto)
     speech = [steady_piper(t) for t in ("turn on the kitchen lights", "open the garage door")]
@@ -254,5 +255,15 @@ def test_an_offline_worker_gets_no_new_job_and_two_workers_take_two_jobs_at_once
         assert stage.stats.max_in_flight == 2
         assert time.monotonic() - sent < 60
         assert "kitchen" in transcripts[0].text.lower() and "garage" in transcripts[1].text.lower()
+
+        # under load (four rooms, two workers: a job waits behind another at each worker) a
+        # merely queued job is never published again; only a worker's going offline resends
+        with ThreadPoolExecutor(4) as rooms:
+            loaded = list(rooms.map(stage.transcribe, speech * 2))
+        assert stage.stats.max_in_flight == 4 and stage.stats.resent == 0
+        jobs = [json.loads(p.partition(b"\n")[0])["id"] for _, p, _ in list(published.messages)]
+        assert len(jobs) == len(set(jobs)) == 8  # each job published once
+        assert {t.data["job"] for t in (*transcripts, *loaded)} == set(jobs)
+        assert all(t.data["sends"] == 1 for t in loaded)
     finally:
         stage.close()

@@ -261,3 +261,36 @@ def test_jobs_are_keyed_by_run_and_the_same_utterance_of_a_run_is_answered_once(
         assert f"job {job[:12]} redelivered; same answer" in logs
     finally:
         chain.close()
+
+
+async def test_an_early_commit_draft_goes_to_the_pool_as_a_job_of_its_run(
+    mosquitto, tmp_path, mqtt_recorder
+):
+    replies = mqtt_recorder("voiced/asr-pool/reply/#")
+    worker = WorkerProcess(write_pool_config(tmp_path, mosquitto), "w1", tmp_path)
+    path = tmp_path / "command.wav"
+    write_wav(path, silence(0.4) + steady_piper("turn on the kitchen lights") + silence(1.5))
+    try:
+        probe = front_end(mosquitto, client_id="probe")
+        wait_online(probe, 1, {"w1": worker})
+        probe.close()
+        _, events = await run_pipeline(
+            overrides(
+                vad={"early_commit": True},
+                pipeline={"asr": ["mqtt-pool", "whisper-ctranslate2"]},
+                stages={
+                    "source": {"file": {"path": str(path), "realtime": True}},
+                    "asr": {"mqtt-pool": pool_settings(mosquitto)},
+                },
+            )
+        )
+    finally:
+        worker.stop()
+    [transcript] = events.of("transcript")
+    run_id = events.runs()[0]
+    assert transcript.data["engine"] == "mqtt-pool" and "kitchen" in transcript.data["text"].lower()
+    jobs = {reply["id"] for reply in claims(replies)}
+    assert jobs and transcript.data["job"] in jobs
+    # every job of the run, the draft during the pause included, is keyed by the run
+    assert all(job.startswith(f"{run_id}-") for job in jobs), (run_id, jobs)
+    assert not events.of("engine-fallback")

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 
 import pytest
 from pydantic import ValidationError
 from voiced_plugins.asr_pool.options import PoolOptions
-from voiced_plugins.asr_pool.wire import BadMessage, Job, Reply, Topics
+from voiced_plugins.asr_pool.wire import (
+    BadMessage,
+    GrammarMessage,
+    Job,
+    Reply,
+    Topics,
+    grammar_digest,
+)
 
 CAP = 32000  # one second of audio
 
@@ -93,3 +101,36 @@ def test_a_password_login_is_enough_and_the_connection_is_forced_to_mqtt_5():
     )
     broker = options.broker_options(None)
     assert broker.endpoint().username == "voiced" and broker.protocol == "5"
+
+
+def test_a_job_names_its_home_grammar_by_digest_or_is_refused():
+    digest = "0123456789abcdef" * 2
+    job = Job("j1", "f1", 1e12, b"\0\0", grammar=digest)
+    assert Job.decode(job.encode(), CAP).grammar == digest
+    with pytest.raises(BadMessage, match="'grammar' must be a digest"):
+        Job.decode(header(grammar="../../etc"), CAP)
+
+
+def test_a_grammar_message_round_trips_and_its_digest_is_of_its_body():
+    message = GrammarMessage.of({"format": 1, "language": "en", "sentences": {}}, "en")
+    decoded = GrammarMessage.decode(message.encode(), 65536)
+    assert decoded == message and decoded.digest == grammar_digest(message.body)
+    assert decoded.data(65536)["sentences"] == {}
+    assert GrammarMessage.of({"language": "en", "format": 1, "sentences": {}}, "en") == message
+
+
+def test_a_grammar_message_too_big_forged_or_a_bomb_is_refused():
+    message = GrammarMessage.of({"sentences": "x" * 100}, "en")
+    encoded = message.encode()
+    with pytest.raises(BadMessage, match="over the cap"):
+        GrammarMessage.decode(encoded, len(encoded) - 1)
+    forged = encoded.replace(message.digest.encode(), b"f" * 32)
+    with pytest.raises(BadMessage, match="the body's digest is not f"):
+        GrammarMessage.decode(forged, 65536)
+    with pytest.raises(BadMessage, match="'bytes' says"):
+        GrammarMessage.decode(encoded[:-1], 65536)
+    bomb = GrammarMessage("0" * 32, "en", zlib.compress(b" " * 1_000_000))
+    with pytest.raises(BadMessage, match="over 65536 bytes decompressed"):
+        bomb.data(65536)
+    with pytest.raises(BadMessage, match="not zlib data"):
+        GrammarMessage("0" * 32, "en", b"plain").data(65536)

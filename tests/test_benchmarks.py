@@ -347,3 +347,20 @@ def test_a_script_that_raises_and_one_that_overruns_leave_the_table_with_the_res
     assert "Did not finish:" in out
     assert re.search(r"- boom: raised after \d+ s: exit 1: .*the microphone caught fire", out)
     assert re.search(r"- slow: overran after \d+ s: stopped at its budget of \d+ s", out)
+
+
+def test_the_pool_cost_model_shares_the_cores_among_the_jobs_in_progress():
+    from benchmarks.pool_rooms import interleaved_burst, shared_cores_burst
+
+    one_core_each = [(1.0, 1.0)] * 4  # (c, c1): the engine's threads do not help
+    assert shared_cores_burst(one_core_each, 1, 2) == [1.0, 2.0, 3.0, 4.0]
+    assert shared_cores_burst(one_core_each, 2, 2) == [1.0, 1.0, 2.0, 2.0]
+    assert shared_cores_burst(one_core_each, 3, 2) == pytest.approx([1.5, 1.5, 1.5, 2.5])
+    # the local engine interleaves its utterances; a worker takes them one at a time, so
+    # cheap jobs queued behind a costly one wait for it (head-of-line blocking)
+    costly_first = [(10.0, 10.0), (1.0, 1.0), (1.0, 1.0), (1.0, 1.0)]
+    assert interleaved_burst(costly_first, 2) == pytest.approx([4.0, 4.0, 4.0, 13.0])
+    assert shared_cores_burst(costly_first, 1, 2) == pytest.approx([10.0, 11.0, 12.0, 13.0])
+    two_threads = [(0.5, 1.0)] * 2  # the engine's two threads halve a job alone
+    assert shared_cores_burst(two_threads, 1, 2) == pytest.approx([0.5, 1.0])
+    assert shared_cores_burst(two_threads, 2, 2) == pytest.approx([1.0, 1.0])

@@ -267,3 +267,15 @@ def test_the_effective_config_masks_passwords_inside_urls():
     )  # fmt: skip
     assert shown["stages"]["intent"]["llm"]["url"] == "https://me:***@llm.lan/v1"
     assert shown["mqtt"] == ["mqtt://voiced:***@broker:1883"]
+
+
+def test_the_model_is_told_who_is_speaking_when_voiced_knows(server, hassil):
+    server.tool_call("HassGetCurrentTime", {})
+    server.tool_call("HassGetCurrentTime", {})
+    stage = llm_stage(server.url, hassil)
+    context = RunContext(speaker="alice")
+    stage.voiced_recognize(Transcript("what's the hour"), context)
+    ask(stage, "what's the hour")  # no speaker stage: nothing said about the speaker
+    told, untold = (r["messages"][0]["content"] for r in server.requests)
+    assert "The person speaking: Alice." in told
+    assert "person speaking" not in untold

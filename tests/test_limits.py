@@ -27,6 +27,16 @@ def test_the_lag_monitor_fails_on_cpu_work_on_the_loop() -> None:
         monitor.check()
 
 
+def test_the_lag_monitor_fails_on_a_blocking_call_on_the_loop() -> None:
+    async def blocking() -> None:
+        time.sleep(1.2)  # no CPU, but the loop is held: only the wall time tells
+
+    with loop_lag() as monitor:
+        asyncio.run(blocking())
+    with pytest.raises(AssertionError, match=r"held the loop 1\.[2-9]"):
+        monitor.check()
+
+
 def test_the_lag_monitor_passes_a_loop_that_only_waits() -> None:
     with loop_lag() as monitor:
         asyncio.run(asyncio.sleep(0.3))

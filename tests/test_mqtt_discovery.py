@@ -66,6 +66,8 @@ async def test_one_retained_device_config_holds_device_origin_and_availability(
         ("mute", "switch"),
         ("listen", "button"),
         ("say", "text"),
+        ("speaker", "sensor"),
+        ("enroll", "text"),
     ],
 )
 async def test_each_component_has_the_keys_its_platform_requires(announced, component, platform):
@@ -88,6 +90,8 @@ async def test_entities_point_at_the_topics_the_service_uses(announced):
     assert cmps["mute"]["state_topic"] == "voiced/kitchen/muted"
     assert cmps["listen"]["command_topic"] == "voiced/kitchen/command/listen"
     assert cmps["say"]["command_topic"] == "voiced/kitchen/command/say"
+    assert cmps["speaker"]["state_topic"] == "voiced/kitchen/speaker"
+    assert cmps["enroll"]["command_topic"] == "voiced/kitchen/command/enroll"
     assert len({c["unique_id"] for c in cmps.values()}) == len(cmps)
 
 
@@ -148,3 +152,34 @@ async def test_the_forget_command_reads_the_config_file(mosquitto, tmp_path, mqt
     late.client.publish("probe/done", "x", qos=1)
     await late.first("probe/done")
     assert late.payloads("homeassistant/device/voiced_hall/config") == []
+
+
+async def test_enrolling_from_home_assistant_asks_the_daemon_and_the_last_speaker_is_retained(
+    announced, assistant, mqtt_recorder
+):
+    from voiced.api.events import IntentRefused, Transcript
+
+    _, config, _ = announced
+    cmps = config["cmps"]
+    ha = mqtt_recorder("voiced/kitchen/event/error")
+    ha.client.publish(cmps["enroll"]["command_topic"], "Alice", qos=1)
+    ha.client.publish("voiced/kitchen/command/forget-speaker", '{"name": "bob"}', qos=1)
+    await eventually(lambda: len(assistant.calls) == 2)
+    assert assistant.calls == [("enroll", "Alice", "kitchen"), ("forget-speaker", "bob")]
+    heard = Transcript(
+        text="unlock the front door", engine="x", language="en", audio_seconds=1.0,
+        latency_s=0.1, asr_seconds=0.1, rtf=0.1, no_speech=False, speaker="alice",
+        speaker_score=0.2,
+    )  # fmt: skip
+    assistant.emit(heard.event("r1", "kitchen"))
+    last = mqtt_recorder(cmps["speaker"]["state_topic"])
+    assert await last.first(cmps["speaker"]["state_topic"]) == b"alice"
+    error = json.loads(await ha.first("voiced/kitchen/event/error"))
+    assert "nobody called 'bob' is enrolled" in error["data"]["message"]
+    refusal = IntentRefused(
+        name="HassTurnOff", text="unlock the front door", speaker="unknown", speaker_score=None,
+        rule="entity=lock.front_door", allow=["alice"], speech="Sorry, not you.",
+    )  # fmt: skip
+    assistant.emit(refusal.event("r2", "kitchen"))
+    answer = mqtt_recorder("voiced/kitchen/response")
+    await answer.until(lambda ms: any(p == b"Sorry, not you." for _, p, _ in ms))

@@ -44,6 +44,7 @@ CHANGES = {
     "vad": {"vad": {"silence_seconds": 0.9}},
     "conversation": {"conversation": {"follow_up": "off"}},
     "arbiter": {"arbiter": {"window": 0.5}},
+    "speakers": {"speakers": {"permissions": [{"domain": "lock", "allow": ["alice"]}]}},
     "pipeline.stage_timeout": {"pipeline": {"stage_timeout": 5.0}},
     "pipeline.shutdown_grace": {"pipeline": {"shutdown_grace": 2.0}},
     "pipeline.not_understood": {"pipeline": {"not_understood": "Come again?"}},

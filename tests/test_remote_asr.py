@@ -11,13 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
+from home_stages import HOME, home_hassil
 from pipeline_helpers import overrides, run_pipeline
 from remote_processes import ServiceProcess, faster_whisper_server, remote_voiced
-from speech import silence, steady_piper
+from speech import espeak, silence, steady_piper
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 from voiced_plugins.remote.asr import RemoteAsrOptions, RemoteWyomingAsr
 from voiced_plugins.remote.peer import RemoteUnavailable
 
+from voiced.api.recognition import HOME_STEPS
 from voiced.audio import write_wav
 from voiced.chain import EngineChain
 from voiced.events import Event, EventType
@@ -25,6 +27,7 @@ from voiced.events import Event, EventType
 pytestmark = pytest.mark.slow
 
 COMMAND = "turn on the kitchen lights"
+SLIP = (COMMAND, "en-029", 140)  # bare tiny.en hears "Torque on the kitchen lights."
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +82,10 @@ async def test_a_second_voiced_transcribes_for_the_front_end(voiced_peer, folder
     assert not events.of("engine-fallback")
     [loaded] = [e for e in events.of("stage-loaded") if e.data["name"] == "wyoming"]
     assert loaded.data["program"] == "voiced-asr"
+    # this remote voiced has no intent stage: it says so, and the front end says what it skipped
+    assert transcript.data["home"] == {"status": "none", "by": "the remote voiced's own"}
+    assert transcript.data["without_home"]["skipped"] == list(HOME_STEPS)
+    assert "has no intent stage" in transcript.data["without_home"]["why"]
 
 
 async def test_the_config_file_names_the_remote_with_its_address(
@@ -105,6 +112,42 @@ async def test_wyoming_faster_whisper_from_pypi_transcribes_for_the_front_end(
     assert "kitchen light" in transcript.data["text"].lower()
     [loaded] = [e for e in events.of("stage-loaded") if e.data["name"] == "wyoming"]
     assert loaded.data["program"] == "faster-whisper"
+    # a third-party service cannot score sentences: the event says which steps were skipped
+    assert transcript.data["home"] == {"status": "none", "by": "faster-whisper"}
+    assert transcript.data["without_home"]["skipped"] == list(HOME_STEPS)
+    assert (
+        "faster-whisper is no voiced: it cannot score sentences"
+        in (transcript.data["without_home"]["why"])
+    )
+
+
+def test_a_remote_voiced_hears_with_its_own_home_a_command_the_bare_engine_mishears(
+    voiced_peer, whisper_peer, folder
+):
+    audio = espeak(*SLIP)
+    hassil = home_hassil()
+    home_peer = remote_voiced(folder, home=HOME)
+    home_peer.start()
+    stages = {
+        name: RemoteWyomingAsr(RemoteAsrOptions(uri=peer.uri, timeout=60.0), None)
+        for name, peer in (("home", home_peer), ("bare", voiced_peer), ("peer", whisper_peer))
+    }
+    try:
+        for stage in stages.values():
+            stage.load()
+        heard = {name: stage.transcribe(audio) for name, stage in stages.items()}
+    finally:
+        for stage in stages.values():
+            stage.close()
+        home_peer.stop()
+    for bare in ("bare", "peer"):  # the slip is real: a voiced without a home, faster-whisper
+        assert hassil.recognize(heard[bare].text) is None, heard[bare].text
+        assert "without_home" in heard[bare].data
+    transcript = heard["home"]
+    intent = hassil.recognize(transcript.text)
+    assert intent is not None and intent.name == "HassTurnOn", transcript.text
+    assert transcript.data["home"] == {"status": "used", "by": "the remote voiced's own"}
+    assert transcript.data["decision"]["home"] is True and "without_home" not in transcript.data
 
 
 async def test_a_remote_that_is_down_leaves_the_run_to_the_local_engine_with_the_reason(

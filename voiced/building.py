@@ -65,6 +65,7 @@ def configured_stages(settings: Settings) -> list[tuple[str, str, str]]:
         ("wake", p.wake),
         ("vad", [p.vad]),
         ("asr", p.asr),
+        ("speaker", p.speaker),
         ("intent", p.intent),
         ("handler", p.handler),
         ("tts", p.tts),

@@ -109,13 +109,20 @@ class EngineChain:
         return self.loaded[0]
 
     def call(
-        self, method: str, *args: Any, run_id: str | None = None, site_id: str = "default"
+        self,
+        method: str,
+        *args: Any,
+        run_id: str | None = None,
+        site_id: str = "default",
+        draft: bool = False,
     ) -> tuple[str, Any]:
-        """Call ``method`` on the first healthy engine; returns (engine name, result)."""
+        """Call ``method`` on the first healthy engine; returns (engine name, result).
+        ``draft``: a speculative reading of run ``run_id`` (an engine failing at it is the
+        daemon's fact, not the run's: its event names no run)."""
         errors: list[str] = []
         first, _ = self.active
         order = self._order_from(first)
-        call = StageCall(run_id, site_id)
+        call = StageCall(run_id, site_id, draft)
         for position, (name, engine) in enumerate(order):
             try:
                 function = getattr(engine, method)
@@ -126,7 +133,7 @@ class EngineChain:
                 reason = f"{type(exc).__name__}: {exc}"
                 errors.append(f"{name}: {reason}")
                 nxt = order[position + 1][0] if position + 1 < len(order) else None
-                self._failed(name, reason, nxt, run_id, site_id)
+                self._failed(name, reason, nxt, None if draft else run_id, site_id)
         raise ChainError(f"every {self.kind} engine failed ({'; '.join(errors)})")
 
     def open_stream(

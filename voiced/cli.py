@@ -530,7 +530,7 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     stage_args(p, ("tts", "sink"))
     p.set_defaults(func=cmd_say)
 
-    from voiced import doctor, service_install
+    from voiced import doctor, service_install, setup, speakers_cli
 
     p = sub.add_parser("doctor", help=doctor.HELP, description=doctor.HELP)
     doctor.configure_doctor_parser(p)
@@ -540,6 +540,12 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     )
     service_install.configure_install_parser(p)
     p.set_defaults(func=service_install.run_install_service)
+    p = sub.add_parser("setup", help=setup.HELP, description=setup.command.DESCRIPTION)
+    setup.configure_setup_parser(p)
+    p.set_defaults(func=setup.run_setup)
+    p = sub.add_parser("speakers", help=speakers_cli.HELP, description=speakers_cli.HELP)
+    speakers_cli.configure_speakers_parser(p)
+    p.set_defaults(func=speakers_cli.run_speakers)
 
     groups: dict[str, argparse._SubParsersAction] = {}
     for name, help_text, configure, func in extra:
@@ -558,8 +564,14 @@ def build_parser(extra: list[Command]) -> argparse.ArgumentParser:
     return parser
 
 
+PROGRESS_LOGGER = "voiced.progress"
+"""First-time preparation (joining a split model, converting one): said at INFO by every
+command, so a one-shot command that waits on it does not look hung."""
+
+
 def main(argv: list[str] | None = None) -> int:
     setup_logging(os.environ.get("VOICED_LOG_LEVEL", "WARNING"))
+    logging.getLogger(PROGRESS_LOGGER).setLevel(logging.INFO)
     parser = build_parser(plugin_commands())
     args = parser.parse_args(argv)
     if args.command not in ("run", "say"):

@@ -22,6 +22,7 @@ from pydantic_settings import (
 )
 
 from voiced.arbiter import ArbiterConfig
+from voiced.permissions import SpeakersConfig
 from voiced.redact import redact_urls
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,9 @@ class PipelineConfig(Strict):
     wake: list[str] = []
     vad: str = "webrtc"
     asr: list[str] = ["whisper-ctranslate2"]
+    speaker: list[str] = Field(
+        [], description="speaker encoder that tells who spoke (e.g. ge2e); empty: nobody is told"
+    )
     intent: list[str] = ["hassil"]
     handler: list[str] = ["builtin", "responses"]
     tts: list[str] = ["piper"]
@@ -175,6 +179,8 @@ class Settings(BaseSettings):
     plugins: PluginsConfig = PluginsConfig()
     arbiter: ArbiterConfig = ArbiterConfig()
     """Multi-room de-duplication: one wake word heard in several rooms starts one run."""
+    speakers: SpeakersConfig = SpeakersConfig()
+    """Who is speaking and what each person may do (``pipeline.speaker`` names the encoder)."""
     stages: dict[str, dict[str, dict[str, Any]]] = {}
     """Options per stage: ``[stages.<kind>.<name>]``, validated by the plugin's own model."""
     sites: dict[str, SiteConfig] = {}

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from voiced.audio import AudioFormat
+    from voiced.audio import AudioChunk, AudioFormat
     from voiced.config import Settings
     from voiced.events import Event
     from voiced.intents import Transcript
@@ -40,9 +40,30 @@ class Assistant(Protocol):
         """Speak text at a site (a run of its own, events and all), after the says queued
         there. Raises ``CommandRefused`` (unknown site, full queue) or ``TextTooLong``."""
 
+    async def play(self, audio: list[AudioChunk], site_id: str, reason: str = "play") -> bool:
+        """Play audio made elsewhere (an announcement) at a site's sinks, as a run of its own;
+        True once played, False when cancelled (barge-in) or failed, or when the site has
+        no audio now (a satellite not connected; the daemon's own site plays on its sinks)."""
+
+    def lend_audio(self, site_id: str, listener: Callable[[AudioChunk], None] | None) -> bool:
+        """Hand a site's microphone audio to ``listener`` instead of its own wake and VAD
+        (None gives it back); False when the site has no audio of its own."""
+
+    def set_wake_words(self, site_id: str, words: set[str] | None) -> bool:
+        """Act only on these wake words at a site (None: every one), now and whenever its audio
+        comes (back); False when it has no audio now."""
+
     def knows_site(self, site_id: str) -> bool:
         """Whether a site exists: the daemon's own, one with audio (a source, a satellite), or
         one that had runs (a Wyoming client's requests). Commands to others are refused."""
+
+    async def enroll_speaker(self, name: str, site_id: str | None = None) -> bool:
+        """Learn a person's voice at a site: asks for three sentences through its speaker and
+        records them from its microphone; True when enrolled. ``CommandRefused`` without a
+        speaker stage or microphone there."""
+
+    def forget_speaker(self, name: str) -> bool:
+        """Remove an enrolled voice; False when there was none of that name."""
 
     async def listen(self, site_id: str | None = None) -> None:
         """Start listening at a site without a wake word."""
@@ -111,3 +132,6 @@ class RunContext:
     app: Assistant | None = None
     started: float = field(default_factory=time.monotonic)
     data: dict[str, Any] = field(default_factory=dict)
+    speaker: str | None = None
+    """Who spoke: an enrolled name, ``unknown``, or None when nobody was told (no speaker
+    stage, or no audio: a text request). ``data["speaker"]`` has the score too."""

@@ -20,7 +20,7 @@ from voiced.sdnotify import Notifier, watchdog_interval
 log = logging.getLogger(__name__)
 
 LIVE_PIPELINE_KEYS = ("stage_timeout", "shutdown_grace", "not_understood")
-LIVE_SETTINGS = ("log_level", "vad", "conversation", "arbiter")
+LIVE_SETTINGS = ("log_level", "vad", "conversation", "arbiter", "speakers")
 LIVE_SETTINGS += tuple(f"pipeline.{key}" for key in LIVE_PIPELINE_KEYS)
 """The settings a reload (SIGHUP) applies at once; the only list of them (docs/service.md)."""
 RESTART_SETTINGS = ("site_id", "language", "sites", "plugins")
@@ -175,6 +175,11 @@ def apply_live(pipeline: Pipeline, new: Settings) -> dict[str, list[str]]:
         old.arbiter = new.arbiter
         pipeline.arbiter.config = new.arbiter
         applied.append("arbiter")
+    if new.speakers != old.speakers:
+        old.speakers = new.speakers
+        if pipeline.speakers is not None:
+            pipeline.speakers.reconfigure(new.speakers)
+        applied.append("speakers")
     for key in LIVE_PIPELINE_KEYS:
         if getattr(new.pipeline, key) != getattr(old.pipeline, key):
             setattr(old.pipeline, key, getattr(new.pipeline, key))

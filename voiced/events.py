@@ -36,6 +36,9 @@ class EventType(StrEnum):
     TRANSCRIPT = "transcript"
     INTENT = "intent"
     INTENT_NOT_RECOGNIZED = "intent-not-recognized"
+    INTENT_REFUSED = "intent-refused"
+    SPEAKER_ENROLLED = "speaker-enrolled"
+    SPEAKER_FORGOTTEN = "speaker-forgotten"
     HANDLED = "handled"
     TTS_START = "tts-start"
     TTS_AUDIO = "tts-audio"
@@ -215,7 +218,8 @@ class Shutdown(Payload):
 @dataclass(frozen=True)
 class RunStart(Payload):
     """A run began. ``reason``: wake, barge-in, speech, command, follow-up, say, or
-    wyoming-<request> (transcribe, detect, synthesize, recognize, transcript, intent)."""
+    wyoming-<request> (transcribe, detect, synthesize, recognize, transcript, intent), or what
+    ``Assistant.play`` was given (the esphome service: announce, answer, media, timer)."""
 
     TYPE = EventType.RUN_START
     reason: str
@@ -280,6 +284,8 @@ class Transcript(Payload):
     asr_seconds: float
     rtf: float | None
     no_speech: bool
+    speaker: str | None = omitted()  # who spoke (an enrolled name or "unknown"), when told
+    speaker_score: float | None = omitted()  # similarity with the closest enrolled voice
     via: str | None = omitted()
     extra: dict[str, Any] = field(default_factory=dict, metadata=EXTRA)
 
@@ -296,7 +302,42 @@ class Intent(Payload):
     recognizer: str
     data: dict[str, Any]
     latency_s: float | None = omitted()
+    speaker: str | None = omitted()
+    speaker_score: float | None = omitted()
     via: str | None = omitted()
+
+
+@dataclass(frozen=True)
+class IntentRefused(Payload):
+    """A recognized command the speaker may not give (``[[speakers.permissions]]``): not
+    handled; ``speech`` is the answer spoken instead; ``rule`` the rule that refused it."""
+
+    TYPE = EventType.INTENT_REFUSED
+    name: str
+    text: str
+    speaker: str
+    speaker_score: float | None
+    rule: str
+    allow: list[str]
+    speech: str
+    via: str | None = omitted()
+
+
+@dataclass(frozen=True)
+class SpeakerEnrolled(Payload):
+    """A voice was enrolled (or replaced) while the daemon runs; only embeddings are kept."""
+
+    TYPE = EventType.SPEAKER_ENROLLED
+    name: str
+    clips: int
+
+
+@dataclass(frozen=True)
+class SpeakerForgotten(Payload):
+    """A voice was removed while the daemon runs."""
+
+    TYPE = EventType.SPEAKER_FORGOTTEN
+    name: str
 
 
 @dataclass(frozen=True)
@@ -361,7 +402,9 @@ class PlaybackEnd(Payload):
 class RunEnd(Payload):
     """A run ended, once. ``reason``: done, error, cancelled, barge-in, no-speech,
     no-speech-timeout, wake-again, muted, end-of-stream, dropped (ASR overload), shutdown
-    (still open when the daemon stopped), and for
+    (still open when the daemon stopped), lent (the microphone went to another assistant:
+    Home Assistant's pipeline), captured (an enrollment sentence, recorded and not
+    answered), and for
     Wyoming requests not-detected, replaced, disconnected. ``latency_s``: speech end to the
     end of the answer (done runs that heard speech)."""
 
@@ -429,6 +472,9 @@ PAYLOADS: dict[str, type[Payload]] = {
         Transcript,
         Intent,
         IntentNotRecognized,
+        IntentRefused,
+        SpeakerEnrolled,
+        SpeakerForgotten,
         Handled,
         TtsStart,
         TtsAudio,

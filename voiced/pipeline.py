@@ -12,18 +12,19 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from voiced import events as ev
 from voiced.arbiter import WakeArbiter
 from voiced.asr_queue import UtteranceQueue
-from voiced.audio import PCM_BYTES_PER_SECOND, AudioFormat
+from voiced.audio import PCM_BYTES_PER_SECOND, AudioChunk, AudioFormat
 from voiced.building import make_stage
 from voiced.chain import ChainError, EngineChain
 from voiced.config import Settings
 from voiced.context import RunContext
+from voiced.enroll_at_site import enroll_at_site
 from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.limits import Admission, CommandRefused, TextTooLong, check_say_text
@@ -40,6 +41,7 @@ from voiced.run import (
 from voiced.segmenter import UtteranceSegmenter
 from voiced.site import Site
 from voiced.site_runs import SiteRuns
+from voiced.speaker_id import SpeakerId
 from voiced.speech_cache import Anticipated, SpeechCache, anticipate, prewarm
 from voiced.speech_stream import SpeechStream
 from voiced.stages import Sink, Source
@@ -81,6 +83,8 @@ class Pipeline:
         self.services_offline: str | None = None
         self.asr: EngineChain | None = None
         self.tts: EngineChain | None = None
+        self.speakers: SpeakerId | None = None  # who is speaking (pipeline.speaker)
+        self._speaker_stages: list[tuple[str, Any]] = []
         self.voices: LanguageVoices | None = None  # the TTS chain per language (sites)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._workers: list[asyncio.Task[Any]] = []
@@ -104,6 +108,7 @@ class Pipeline:
         self.muted_default = settings.conversation.muted  # mute-all changes this, not settings
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
+        self._wake_words: dict[str, set[str]] = {}  # the wake words a site acts on, if chosen
         self._says = Admission(settings.pipeline.max_commands_per_site, "say")
         self._built = False
 
@@ -162,6 +167,73 @@ class Pipeline:
             task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
             await asyncio.shield(task)
 
+    async def play(self, audio: list[AudioChunk], site_id: str, reason: str = "play") -> bool:
+        """Play audio made elsewhere (an announcement) at a site, as a run of its own; True
+        once played, False when it was cancelled (barge-in, cancel) or failed."""
+        if site_id not in self.sites and site_id != self.settings.site_id:
+            message = f"{reason}: site {site_id!r} has no speaker now (not connected)"
+            log.warning("%s", message)
+            self.emit(error_event("sink", message, None, site_id))
+            return False
+        run = self.start_run(site_id, reason, phase=Phase.SPEAKING)
+        task = run.answer_in(self._spawn(self._play_run(run, audio)))
+        try:
+            return bool(await asyncio.shield(task))
+        except asyncio.CancelledError:
+            if task.cancelled():
+                return False
+            raise
+
+    async def _play_run(self, run: Run, audio: list[AudioChunk]) -> bool:
+        sinks = self._sinks_of(run.site_id)
+        players = [sink.play(_replay(audio), run.run_id, run.site_id) for sink in sinks]
+        try:
+            await asyncio.gather(*players)
+        except asyncio.CancelledError:
+            run.end("cancelled")
+            raise
+        except Exception as exc:
+            log.warning("[%s] playing failed: %s", run.site_id, exc)
+            self.emit(error_event("sink", str(exc), run.run_id, run.site_id))
+            run.end("error")
+            return False
+        self.emit(ev.PlaybackEnd(len(sinks)).event(run.run_id, run.site_id))
+        run.end("done")
+        return True
+
+    def lend_audio(self, site_id: str, listener: Callable[[AudioChunk], None] | None) -> bool:
+        """Hand a site's microphone audio to ``listener`` instead of its own wake and VAD
+        (None gives it back); False when the site has no audio of its own."""
+        site = self.sites.get(site_id)
+        if site is None:
+            return False
+        site.lend(listener)
+        return True
+
+    def set_wake_words(self, site_id: str, words: set[str] | None) -> bool:
+        """Act only on these wake words at a site (None: on every one its wake stages hear),
+        now and whenever its audio comes (back); False when it has no audio now."""
+        if words is None:
+            self._wake_words.pop(site_id, None)
+        else:
+            self._wake_words[site_id] = set(words)
+        site = self.sites.get(site_id)
+        if site is None:
+            return False
+        site.wake_words = words
+        return True
+
+    async def enroll_speaker(self, name: str, site_id: str | None = None) -> bool:
+        """Learn a voice at a site: the guided sentences through its speaker and microphone."""
+        return await enroll_at_site(self, name, site_id)
+
+    def forget_speaker(self, name: str) -> bool:
+        """Remove an enrolled voice; False when there was none of that name."""
+        if self.speakers is None or not self.speakers.forget(name):
+            return False
+        self.emit(ev.SpeakerForgotten(name.strip().lower()).event(None, self.settings.site_id))
+        return True
+
     def knows_site(self, site_id: str) -> bool:
         """The daemon's own site, a site with audio (a source, a satellite), or one that had
         runs of its own (a Wyoming client's requests)."""
@@ -183,6 +255,14 @@ class Pipeline:
             self._muted_sites.clear()
 
     def cancel(self, site_id: str | None = None) -> None:
+        """Cancel the runs in flight at a site (every site when None): its playback stops. A
+        site without audio now (a Wyoming request's, an announcement's) has its runs cancelled;
+        an unknown site is a KeyError."""
+        siteless = self._siteless.get(site_id) if site_id and site_id not in self.sites else None
+        if siteless is not None:
+            for run in list(siteless.runs.values()):
+                run.cancel("cancelled")
+            return
         targets = [self._site(site_id)] if site_id else list(self.sites.values())
         for site in targets:
             site.cancel("cancelled")
@@ -227,6 +307,7 @@ class Pipeline:
         if self.asr is None or self.queue is None:
             raise run.failed("asr", RuntimeError("no asr stage is loaded"))
         run.speech_ended()
+        run.identify(audio)
         reply: asyncio.Future[Transcript] = asyncio.get_running_loop().create_future()
         run.set_phase(Phase.THINKING)
         await self._submit(Utterance(run, audio, "request", language, reply))
@@ -343,6 +424,9 @@ class Pipeline:
         if wanted("tts"):
             engines = [(n, make("tts", n)) for n in p.tts]
             self.tts = EngineChain("tts", engines, self.emit, **chain_options)
+        self._speaker_stages = (
+            _named_stages(make, "speaker", p.speaker) if wanted("speaker") else []
+        )
         for kind, names in (("intent", p.intent), ("handler", p.handler), ("service", p.service)):
             for name in names if wanted(kind) else []:
                 self.components[(kind, name)] = make(kind, name)
@@ -376,6 +460,7 @@ class Pipeline:
                     await self.in_thread(chain.load)
                 except ChainError as exc:
                     raise StartupError(str(exc)) from None
+        await self._load_speakers()
         if self.tts is not None:
             self.voices = LanguageVoices(
                 self.tts, self._voice_stage, self.emit, self.settings.site_id, self.settings.voices
@@ -405,6 +490,21 @@ class Pipeline:
             self.answers_anticipated = asyncio.create_task(
                 self._anticipate_answers(), name="anticipate"
             )
+
+    async def _load_speakers(self) -> None:
+        """The first ``pipeline.speaker`` encoder that loads tells who speaks; a voices file
+        that cannot be used is an error event, and every speaker is then ``unknown``."""
+        for name, stage in self._speaker_stages:
+            speakers = SpeakerId(name, stage, self.settings.speakers)
+            try:
+                await self.in_thread(speakers.load)
+            except Exception as exc:
+                self._optional_failed("speaker", name, exc, "load")
+                continue
+            if speakers.disabled is not None:
+                self.emit(error_event("speaker", speakers.disabled, None, self.settings.site_id))
+            self.speakers = speakers
+            return
 
     async def _cache_answers(self) -> int:
         """The handlers' fixed answers into the speech cache, after start-up and only while
@@ -597,6 +697,7 @@ class Pipeline:
             commit_early=self._commit_early,
             open_stream=self._open_stream,
         )
+        site.wake_words = self._wake_words.get(site_id)
         self.sites[site_id] = site
         siteless = self._siteless.pop(site_id, None)
         for run in siteless.runs.values() if siteless else []:
@@ -732,6 +833,7 @@ class Pipeline:
         second ASR or recognition pass."""
         try:
             if speculation is not None and speculation.intent is not None:
+                await run.speaker()  # on the transcript and intent events commit emits
                 run.commit(speculation)
                 response = await run.handle(speculation.intent)
             else:
@@ -828,6 +930,7 @@ class Pipeline:
                 stages += [engine for _, engine in chain.loaded]
         if self.voices is not None:
             self.voices.close()
+        stages += [stage for _, stage in self._speaker_stages]
         for stage in stages:
             try:
                 stage.close()
@@ -864,6 +967,15 @@ class Pipeline:
         if site_id not in self.sites:
             raise KeyError(f"no site {site_id!r}; sites: {', '.join(self.sites) or 'none'}")
         return self.sites[site_id]
+
+
+async def _replay(audio: list[AudioChunk]) -> AsyncIterator[AudioChunk]:
+    for chunk in audio:
+        yield chunk
+
+
+def _named_stages(make: Callable[..., Any], kind: str, names: list[str]) -> list[tuple[str, Any]]:
+    return [(name, make(kind, name)) for name in names]
 
 
 def _close_all(stages: list[Any]) -> None:

@@ -25,6 +25,7 @@ BUILTIN_ORDER = (
     "vad_webrtc",
     "wake_openwakeword",
     "asr_whisper",
+    "speaker_ge2e",
     "intent_hassil",
     "intent_llm",
     "handle_builtin",
@@ -38,6 +39,7 @@ BUILTIN_ORDER = (
     "home_assistant",
     "remote",
     "asr_pool",
+    "esphome",
 )
 
 

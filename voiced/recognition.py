@@ -168,6 +168,8 @@ class Decision:
     """The time budget (None: none)."""
     skipped: list[str] = field(default_factory=list)
     """Steps left out because the budget was spent."""
+    home: bool | None = None
+    """Whether a home grammar was there to ask (None: not recorded)."""
 
     def ran(self, name: str, outcome: str, ms: float) -> None:
         """Record a step."""
@@ -184,6 +186,7 @@ class Decision:
             "steps": [s.to_dict() for s in self.steps],
             **({"budget_s": self.budget_s} if self.budget_s is not None else {}),
             **({"skipped": self.skipped} if self.skipped else {}),
+            **({"home": self.home} if self.home is not None else {}),
         }
 
 
@@ -198,12 +201,24 @@ def home_grammar(intent: Any, language: str | None = None) -> HomeGrammar | None
     return None
 
 
+HOME_STEPS = ("choice", "rescore", "retry", "second_look")
+"""The steps that ask the home: the N-best's choice of a command, rescoring with the
+constrained search, the prompted retry, the second look."""
+
+
+def without_home(why: str) -> dict[str, Any]:
+    """A transcript's ``without_home`` data: the home's steps skipped, and why (an engine
+    elsewhere that lacked the home, or a service that cannot score sentences)."""
+    return {"skipped": list(HOME_STEPS), "why": why}
+
+
 def has(grammar: Any, *questions: str) -> bool:
     """Whether ``grammar`` answers each of ``questions`` (a partial home grammar may not)."""
     return grammar is not None and all(callable(getattr(grammar, q, None)) for q in questions)
 
 
 __all__ = [
+    "HOME_STEPS",
     "Decision",
     "Decode",
     "Decoder",
@@ -213,4 +228,5 @@ __all__ = [
     "Step",
     "has",
     "home_grammar",
+    "without_home",
 ]

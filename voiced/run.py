@@ -22,8 +22,10 @@ from voiced.context import RunContext
 from voiced.events import error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.languages import primary
+from voiced.permissions import check as check_permission
 from voiced.responder import speak
 from voiced.responder import synthesize as synthesize_sentence
+from voiced.speakers import UNKNOWN, SpeakerMatch
 
 if TYPE_CHECKING:
     from voiced.chain import EngineChain
@@ -133,6 +135,8 @@ class Run:
         self.transcript: Transcript | None = None
         self.intent: Intent | None = None
         self.audio_started = False  # stream_speech made its first audio
+        self.speaker_task: asyncio.Task[SpeakerMatch] | None = None  # who spoke, beside ASR
+        self.speaker_match: SpeakerMatch | None = None
 
     @property
     def run_id(self) -> str:
@@ -235,6 +239,37 @@ class Run:
         except Exception as exc:
             raise self.failed(stage, exc) from exc
 
+    def identify(self, audio: bytes) -> None:
+        """Start telling who spoke ``audio``, beside ASR, when the daemon tells speakers."""
+        speakers = getattr(self.services, "speakers", None)
+        if speakers is None or self.speaker_task is not None:
+            return
+        self.speaker_task = asyncio.ensure_future(self._identify(speakers, audio))
+
+    async def _identify(self, speakers: Any, audio: bytes) -> SpeakerMatch:
+        timeout = self.services.settings.pipeline.stage_timeout
+        try:
+            return await self.services.in_thread(
+                speakers.identify, audio, timeout=timeout, stage="speaker"
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a failed speaker stage: the run goes on, speaker unknown
+            self.failed("speaker", exc)
+            return SpeakerMatch(UNKNOWN, None)
+
+    async def speaker(self) -> SpeakerMatch | None:
+        """Who spoke this run's utterance (None: nobody was told); sets ``context.speaker``."""
+        if self.speaker_match is None and self.speaker_task is not None:
+            self.speaker_match = await self.speaker_task
+            self.context.speaker = self.speaker_match.name
+            self.context.data["speaker"] = self.speaker_match.to_dict()
+        return self.speaker_match
+
+    def _speaker_fields(self) -> dict[str, Any]:
+        match = self.speaker_match
+        return {} if match is None else {"speaker": match.name, "speaker_score": match.score}
+
     async def transcribe(
         self, audio: bytes, language: str | None = None, stream: SpeechStream | None = None
     ) -> Transcript:
@@ -259,6 +294,7 @@ class Run:
         now = time.monotonic()
         asr_seconds = now - started
         self.transcript = transcript
+        await self.speaker()
         self.emit(
             ev.Transcript(
                 text=transcript.text,
@@ -269,6 +305,7 @@ class Run:
                 asr_seconds=round(asr_seconds, 4),
                 rtf=round(asr_seconds / audio_seconds, 4) if audio_seconds else None,
                 no_speech=transcript.no_speech,
+                **self._speaker_fields(),
                 extra=dict(transcript.data),
             )
         )
@@ -289,8 +326,12 @@ class Run:
             draft = getattr(engine, "draft", None)  # an engine's quick reading, if it has one
             if draft is not None:
                 return name, draft(audio, language)
-            # No run id: an engine fallback here is the daemon's fact, not this run's.
-            return asr.call("transcribe", audio, language, site_id=self.site_id)
+            # Keyed by the run (a pool job of this utterance is this run's, asked once), but
+            # an engine fallback here is the daemon's fact, not this run's: no run in events.
+            run_id = self.context.run_id
+            return asr.call(
+                "transcribe", audio, language, run_id=run_id, site_id=self.site_id, draft=True
+            )
 
         engine, transcript = await self.services.in_thread(transcribe, timeout=timeout, stage="asr")
         asr_seconds = time.monotonic() - started
@@ -306,7 +347,8 @@ class Run:
 
     def commit(self, speculation: Speculation) -> None:
         """Adopt a speculative pass as this run's: emits its ``transcript`` and ``intent``
-        (marked ``early_commit``), as a normal pass would have."""
+        (marked ``early_commit``), as a normal pass would have (await ``speaker()`` first for
+        the speaker to be on them)."""
         transcript, intent = speculation.transcript, speculation.intent
         self.transcript, self.intent = transcript, intent
         self.context.data.update(speculation.data)
@@ -321,6 +363,7 @@ class Run:
                 asr_seconds=round(speculation.asr_seconds, 4),
                 rtf=round(speculation.asr_seconds / seconds, 4) if seconds else None,
                 no_speech=transcript.no_speech,
+                **self._speaker_fields(),
                 extra={
                     **transcript.data,
                     "early_commit": speculation.early,
@@ -329,7 +372,9 @@ class Run:
             )
         )
         if intent is not None:
-            self.emit(ev.Intent(**intent.to_dict(), latency_s=self.latency()))
+            self.emit(
+                ev.Intent(**intent.to_dict(), latency_s=self.latency(), **self._speaker_fields())
+            )
 
     async def recognize(self, transcript: Transcript) -> Intent | None:
         """Text to intent through the ``voiced_recognize`` chain; emits ``intent`` or
@@ -342,7 +387,9 @@ class Run:
             reasons = self.context.data.get("intent_errors", [])
             self.emit(ev.IntentNotRecognized(transcript.text, reasons))
         else:
-            self.emit(ev.Intent(**intent.to_dict(), latency_s=self.latency()))
+            self.emit(
+                ev.Intent(**intent.to_dict(), latency_s=self.latency(), **self._speaker_fields())
+            )
         return intent
 
     async def handle(self, intent: Intent) -> Response:
@@ -353,12 +400,47 @@ class Run:
         """
         self.set_phase(Phase.THINKING)
         self.intent = intent
+        refused = await self.refused(intent)
+        if refused is not None:
+            return refused
         started = time.monotonic()
         response = await self._call("handle", self.services.handle_hook, intent, self.context)
         if response is None:
             response = Response(speech=CANNOT_DO, handler="")
         self.emit(ev.Handled(**response.to_dict(), seconds=round(time.monotonic() - started, 4)))
         return response
+
+    async def refused(self, intent: Intent) -> Response | None:
+        """The answer to a command this speaker may not give (``[[speakers.permissions]]``),
+        with its ``intent-refused`` event; None when it may."""
+        config = self.services.settings.speakers
+        if not config.permissions:
+            return None
+        match = await self.speaker()
+        refusal = check_permission(config.permissions, intent, self.context.speaker)
+        if refusal is None:
+            return None
+        speech = config.refusal_text(refusal.speaker)
+        log.info(
+            "[%s] run %s: %s refused for %s (%s)",
+            self.site_id,
+            self.run_id[:8],
+            intent.name,
+            refusal.speaker,
+            refusal.rule.describe(),
+        )
+        self.emit(
+            ev.IntentRefused(
+                name=intent.name,
+                text=intent.text,
+                speaker=refusal.speaker,
+                speaker_score=match.score if match is not None else None,
+                rule=refusal.rule.describe(),
+                allow=list(refusal.rule.allow),
+                speech=speech,
+            )
+        )
+        return Response(speech=speech, handler="permissions", data={"refused": True})
 
     async def answer(self, transcript: Transcript) -> Response:
         """What to say to a transcript: recognize, then handle (or the not-understood text)."""

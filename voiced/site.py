@@ -72,6 +72,8 @@ class Site(SiteRuns):
         # A complete command heard before the pause was long enough to commit: committed
         # once the pause reaches ``early_commit_pause``, dropped if speech resumes first.
         self._ready: tuple[Run, int, Speculation] | None = None
+        # Enrollment: the next utterance is wanted as audio, not transcribed or answered.
+        self._capture: asyncio.Future[bytes] | None = None
         # How pauses went: started, no-room, stale, incomplete, committed (benchmarks, tests).
         self.speculations: Counter[str] = Counter()
         # What the latest passes heard and why they did or did not commit (benchmarks, logs).
@@ -88,6 +90,10 @@ class Site(SiteRuns):
         self.current: Run | None = None  # the run being listened to
         self.awake_until: float | None = None  # stream time; None = not awake
         self.clock = 0.0  # seconds of audio fed here (the segmenter counts only what VAD saw)
+        # Another assistant hearing this microphone for a while (Home Assistant's pipeline):
+        # while set, the audio goes to it and not through this site's own wake and VAD.
+        self.lent_to: Callable[[AudioChunk], None] | None = None
+        self.wake_words: set[str] | None = None  # the wake words acted on; None: every one
         if muted:
             emit(ev.Muted(True, "config").event(None, site_id))
         super().__init__(site_id, emit, muted)
@@ -112,6 +118,13 @@ class Site(SiteRuns):
         if self.muted:
             return
         self.clock += chunk.seconds
+        if self.lent_to is not None:
+            self.lent_to(chunk)
+            return
+        await self._hear(chunk)
+
+    async def _hear(self, chunk: AudioChunk) -> None:
+        """This site's own wake word, VAD and utterances on a chunk of its audio."""
         speech_barge_in = bool(self.speaking) and self.conversation.barge_in == "speech"
         if self.wakes:
             detection = self._detect(chunk)
@@ -183,6 +196,30 @@ class Site(SiteRuns):
         self.update_state()
         return self.current
 
+    def lend(self, listener: Callable[[AudioChunk], None] | None) -> None:
+        """Hand this microphone's audio to ``listener`` (None: hear it here again). A run being
+        listened to ends; wake and VAD start afresh when the audio comes back."""
+        if listener is not None and self.current is not None:
+            self._end_listening("lent")
+        self.lent_to = listener
+        self.segmenter.reset()
+        self._drop_stream()
+        for wake in self.wakes:
+            wake.reset()
+
+    async def capture_next(self, seconds: float) -> bytes:
+        """The next utterance heard here within ``seconds`` (its audio; not transcribed or
+        answered): enrollment's sentences. Raises TimeoutError."""
+        if self._capture is not None and not self._capture.done():
+            raise RuntimeError(f"site {self.site_id} is already recording an utterance")
+        self._capture = asyncio.get_running_loop().create_future()
+        self.listen(reason="enrollment", seconds=seconds)
+        try:
+            limit = seconds + self.segmenter.config.max_command_seconds
+            return await asyncio.wait_for(asyncio.shield(self._capture), limit)
+        finally:
+            self._capture = None
+
     def cancel(self, reason: str = "cancelled") -> int:
         """Stop every run in flight here (playback included); returns how many."""
         cancelled = 0
@@ -203,6 +240,8 @@ class Site(SiteRuns):
             return None  # already listening for the command
         for wake in self.wakes:
             detection = wake.process(chunk)
+            if detection is not None and self.wake_words is not None:
+                detection = detection if detection.name in self.wake_words else None
             if detection is not None:
                 for other in self.wakes:
                     other.reset()
@@ -238,6 +277,10 @@ class Site(SiteRuns):
         self.update_state()
 
     async def _on_speech_end(self, event: SpeechEnded) -> None:
+        if self._capture is not None and not self._capture.done():
+            self._speech_ended(event).end("captured")
+            self._capture.set_result(event.audio)
+            return
         if self._ending is not None:  # the utterance before this one is queued first
             await asyncio.gather(self._ending, return_exceptions=True)
         self._ready = None  # the endpoint came first: _same_audio reuses it if it may
@@ -340,6 +383,7 @@ class Site(SiteRuns):
         stream_time = round(self._time_of(event.stream_time), 3)
         run.emit(ev.VadEnd(stream_time, round(event.seconds, 3), event.reason))
         run.speech_ended()
+        run.identify(event.audio)  # who spoke, beside ASR (when the daemon tells speakers)
         run.set_phase(Phase.THINKING)  # queued for ASR (or answering an early commit)
         return run
 

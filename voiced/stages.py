@@ -17,7 +17,18 @@ from pydantic import BaseModel
 from voiced.audio import AudioChunk, AudioFormat
 from voiced.intents import Transcript
 
-STAGE_KINDS = ("source", "wake", "vad", "asr", "intent", "handler", "tts", "sink", "service")
+STAGE_KINDS = (
+    "source",
+    "wake",
+    "vad",
+    "asr",
+    "speaker",
+    "intent",
+    "handler",
+    "tts",
+    "sink",
+    "service",
+)
 """intent/handler/service objects may carry @hookimpl methods; they are registered with the
 plugin manager while the daemon runs, so they join the recognize/handle/event hooks."""
 
@@ -78,11 +89,12 @@ class Vad(Stage, Protocol):
 class StageCall:
     """Which run a chain call serves. An engine method that declares a keyword ``call``
     (``def transcribe(self, audio, language=None, *, call: StageCall | None = None)``) is
-    given one; others are called as before. ``run_id`` is None outside a run (a speculative
-    reading during a pause, ``voiced transcribe``)."""
+    given one; others are called as before. ``run_id`` is None outside a run (``voiced
+    transcribe``); ``draft``: a speculative reading during a pause, of the run ``run_id``."""
 
     run_id: str | None = None
     site_id: str = "default"
+    draft: bool = False
 
 
 class AsrStream(Protocol):
@@ -114,6 +126,35 @@ class Asr(Stage, Protocol):
         Optional: a keyword ``call: StageCall`` (the run it serves: a pool keys its jobs by
         it); ``draft(audio, language)``, a quicker first reading (no rescoring, no retry)
         that the early-commit speculation during a pause uses when the engine offers it."""
+
+
+class NoVoice(ValueError):
+    """The audio holds too little speech to tell whose voice it is."""
+
+
+@dataclass(frozen=True)
+class VoicePrint:
+    """One utterance's voice as a speaker encoder sees it."""
+
+    vector: Any
+    """The utterance's embedding: a unit-length 1-D float32 numpy array."""
+    parts: Any
+    """(n, dim) embeddings of stretches of it (a second or two each), for consistency checks."""
+    speech_seconds: float
+    """Seconds of speech the embedding came from (silences trimmed)."""
+    model: str
+    """Which encoder made it: embeddings of different models do not compare."""
+
+
+class SpeakerEncoder(Stage, Protocol):
+    """Who is speaking: an embedding per utterance, compared with the enrolled voices."""
+
+    name: str
+    device: str
+
+    def embed(self, audio: bytes) -> VoicePrint:
+        """16 kHz mono 16-bit PCM of one utterance -> its voice print (worker thread).
+        Raises ``NoVoice`` when there is too little speech in it."""
 
 
 class Tts(Stage, Protocol):

@@ -28,10 +28,12 @@ import paho.mqtt.client as paho
 
 from voiced.api.audio import PIPELINE_FORMAT
 from voiced.api.intents import Transcript
+from voiced.api.recognition import without_home
 from voiced.api.stages import StageCall
 
 from .connection import PoolConnection
 from .options import PoolOptions
+from .publisher import HomePublisher
 from .wire import BadMessage, Job, Reply, Topics, job_id, safe_id
 
 log = logging.getLogger(__name__)
@@ -74,6 +76,25 @@ class PoolStats:
     asked_again: int = 0  # the same run's utterance asked again: answered from the first job
 
 
+def recognized_with(data: dict[str, Any]) -> dict[str, Any]:
+    """What a worker's reply says of how it recognized: the home it used (``home``: grammar
+    digest and status; ``previous …``: the front end's home before its last change, while
+    the new one was being built), its recognizer's ``decision``, and, without a home, which
+    steps it skipped and why (``without_home``)."""
+    home = data.get("home")
+    if not isinstance(home, dict) or not isinstance(home.get("status"), str):
+        home = {"status": "not said (an older worker)"}
+    home = {
+        k: v if v is None else str(v)[:300] for k, v in home.items() if k in ("grammar", "status")
+    }
+    out: dict[str, Any] = {"home": home}
+    if isinstance(data.get("decision"), dict):
+        out["decision"] = data["decision"]
+    if home["status"] != "used" and not home["status"].startswith("previous "):
+        out["without_home"] = without_home(f"the worker had no home grammar: {home['status']}")
+    return out
+
+
 class MqttPoolAsr:
     """An ASR chain member whose engine is the pool of ``voiced worker`` processes."""
 
@@ -101,8 +122,15 @@ class MqttPoolAsr:
             session_expiry=options.session_expiry,
             max_packet_bytes=options.max_packet_bytes,
             on_job_message=self._on_message,
-            on_connect=self._connected.set,
+            on_connect=self._on_connect,
             on_disconnect=self._connected.clear,
+        )
+        self.home = HomePublisher(
+            app if options.send_home else None,
+            self.connection.publish,
+            self.topics,
+            self.client_id,
+            options.max_grammar_bytes,
         )
         self.info: dict[str, Any] = {"engine": self.name, "broker": str(self.connection.broker)}
 
@@ -122,6 +150,11 @@ class MqttPoolAsr:
         else:
             time.sleep(0.2)  # retained worker statuses arrive right after the subscription
         self.info["workers"] = self.online_workers()
+        self.info["home"] = self.home.digest(self.default_language)  # for the workers, now
+
+    def _on_connect(self) -> None:
+        self._connected.set()
+        self.home.republish()
 
     def transcribe(
         self, audio: bytes, language: str | None = None, *, call: StageCall | None = None
@@ -141,6 +174,7 @@ class MqttPoolAsr:
             audio=audio,
             language=language,
             run_id=run_id,
+            grammar=self.home.digest(language),
         )
         mine = _Pending(job, time.monotonic())
         with self._lock:  # checked and claimed at once: two asks of one utterance send one job
@@ -192,19 +226,21 @@ class MqttPoolAsr:
     ) -> Transcript:
         if reply.type in ("error", "refused"):
             raise PoolError(f"worker {reply.worker}: {reply.message}")
+        data = {
+            "worker": reply.worker,
+            "worker_engine": reply.engine,
+            "worker_asr_s": reply.asr_s,
+            "job": key,
+            "run_id": run_id,
+            "sends": sends,
+            **recognized_with(reply.data),
+        }
         return Transcript.heard(
             reply.text,
             reply.language or language,
             engine=self.name,
             audio_seconds=len(audio) / PIPELINE_FORMAT.bytes_per_second,
-            data={
-                "worker": reply.worker,
-                "worker_engine": reply.engine,
-                "worker_asr_s": reply.asr_s,
-                "job": key,
-                "run_id": run_id,
-                "sends": sends,
-            },
+            data=data,
         )
 
     def close(self) -> None:

@@ -38,6 +38,20 @@ class PoolOptions(BaseModel):
         ge=65536,
         description="largest MQTT packet either side takes from the broker (it drops larger)",
     )
+    send_home: bool = Field(
+        True,
+        description="publish this home's grammar (sentences, area and device names) for the "
+        "workers, so they recognize with it; false: workers transcribe without the home",
+    )
+    max_grammar_bytes: int = Field(
+        4 * 1024 * 1024,
+        ge=65536,
+        le=64 * 1024 * 1024,
+        description="largest home grammar message (compressed; 8x this decompressed)",
+    )
+    grammars_kept: int = Field(
+        4, ge=1, le=64, description="home grammars a worker keeps built (one per front end home)"
+    )
     resend_seconds: float | None = Field(
         None,
         description="no longer used (a job is sent again only when its worker goes offline); "

@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import uuid
+import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -15,6 +16,10 @@ MAX_HEADER_BYTES = 4096  # a job's JSON header line
 MAX_FIELD_CHARS = 256  # ids, languages, engine names, error messages
 PCM_RATE = 16000
 REPLY_TYPES = ("claim", "result", "error", "refused")
+DIGEST = re.compile(r"[0-9a-f]{32}")  # a home grammar's name: blake2b-128 of its body, hex
+GRAMMAR_FORMAT = 1
+GRAMMAR_EXPANSION = 8
+"""A grammar's JSON may be at most this many times its message's cap once decompressed."""
 
 
 class BadMessage(ValueError):
@@ -49,6 +54,14 @@ class Topics:
 
     def worker(self, worker_id: str) -> str:
         return f"{self.prefix}/workers/{worker_id}"
+
+    def grammar(self, front_id: str, language: str) -> str:
+        """A front end's home grammar of ``language``, retained: what its jobs name."""
+        return f"{self.prefix}/grammar/{front_id}/{safe_id(language)}"
+
+    @property
+    def grammars(self) -> str:
+        return f"{self.prefix}/grammar/+/+"
 
     @property
     def workers(self) -> str:
@@ -109,6 +122,7 @@ class Job:
     language: str | None = None
     rate: int = PCM_RATE
     run_id: str | None = None
+    grammar: str | None = None  # the digest of the home grammar to recognize with
 
     def encode(self) -> bytes:
         header = {k: v for k, v in asdict(self).items() if k != "audio"}
@@ -148,7 +162,86 @@ class Job:
             audio=payload[start:],
             language=_text(header, "language", optional=True, limit=16),
             run_id=_text(header, "run_id", optional=True, limit=128),
+            grammar=_digest(header),
         )
+
+
+def _digest(header: dict[str, Any]) -> str | None:
+    value = header.get("grammar")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not DIGEST.fullmatch(value):
+        raise BadMessage(f"'grammar' must be a digest of {DIGEST.pattern}")
+    return value
+
+
+def grammar_digest(body: bytes) -> str:
+    return hashlib.blake2b(body, digest_size=16, person=b"voiced-home").hexdigest()
+
+
+@dataclass(frozen=True)
+class GrammarMessage:
+    """A front end's home grammar (``intent_hassil.portable`` data as JSON, zlib-compressed),
+    published retained on ``<prefix>/grammar/<front>/<language>``: a JSON header line (digest,
+    language, format, size), then the body. The digest is of the body: a worker checks it, and
+    a job names the grammar by it."""
+
+    digest: str
+    language: str
+    body: bytes
+
+    @classmethod
+    def of(cls, data: dict[str, Any], language: str) -> GrammarMessage:
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+        body = zlib.compress(text.encode(), 6)
+        return cls(grammar_digest(body), language, body)
+
+    def encode(self) -> bytes:
+        header = {
+            "digest": self.digest,
+            "language": self.language,
+            "format": GRAMMAR_FORMAT,
+            "bytes": len(self.body),
+        }
+        return json.dumps(header).encode() + b"\n" + self.body
+
+    @classmethod
+    def decode(cls, payload: bytes, max_bytes: int) -> GrammarMessage:
+        """The grammar message in ``payload`` (at most ``max_bytes``); BadMessage if it breaks
+        the schema or its body does not have the digest it names."""
+        if len(payload) > max_bytes:
+            raise BadMessage(f"a grammar of {len(payload)} bytes is over the cap ({max_bytes})")
+        end = payload.find(b"\n", 0, MAX_HEADER_BYTES + 1)
+        if end < 0:
+            raise BadMessage(f"grammar without a header line of at most {MAX_HEADER_BYTES} bytes")
+        header = _object(payload[:end], "the grammar header")
+        if header.get("format") != GRAMMAR_FORMAT:
+            raise BadMessage(f"'format' must be {GRAMMAR_FORMAT}, not {header.get('format')!r}")
+        digest = header.get("digest")
+        if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
+            raise BadMessage(f"'digest' must be of {DIGEST.pattern}")
+        body = payload[end + 1 :]
+        if header.get("bytes") != len(body):
+            raise BadMessage(f"'bytes' says {header.get('bytes')!r}, the body has {len(body)}")
+        if grammar_digest(body) != digest:
+            raise BadMessage(f"the body's digest is not {digest} (wrong digest or a damaged body)")
+        return cls(digest, _text(header, "language", limit=16), body)
+
+    def data(self, max_bytes: int) -> Any:
+        """The grammar's data: the body decompressed (at most ``max_bytes``) and parsed."""
+        inflate = zlib.decompressobj()
+        try:
+            text = inflate.decompress(self.body, max_bytes)
+        except zlib.error as exc:
+            raise BadMessage(f"the grammar's body is not zlib data: {exc}") from None
+        if inflate.unconsumed_tail:
+            raise BadMessage(f"the grammar is over {max_bytes} bytes decompressed")
+        if not inflate.eof:
+            raise BadMessage("the grammar's body is truncated")
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise BadMessage(f"the grammar is not JSON: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,12 @@ that breaks it is answered ``refused``), claimed, transcribed, answered (QoS 1) 
 topic the two ids fix, and only then acknowledged, so a worker that dies mid-utterance leaves
 it with the broker; its will (``online: false``, retained) tells the front ends at once, and
 they send the job to another live worker. SIGTERM stops it within a second even mid-job.
+
+The home travels with the work: each front end's home grammar comes retained on
+``<prefix>/grammar/<front>/<language>`` and is built once per digest in the background
+(grammars.py); a job names the digest, and the engines (made with a ``JobApp``) recognize it
+with that home, as the front end's own engine would. A job whose home is not built yet is
+transcribed without it, and the reply says so (``data.home.status``).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from voiced.api.events import Event
 from voiced.api.host import EngineChain
 
 from .connection import PoolConnection
+from .grammars import JobApp, WorkerGrammars
 from .options import PoolConfigError, PoolOptions
 from .wire import SAFE_ID, BadMessage, Job, Reply, Topics, worker_status
 
@@ -39,13 +46,25 @@ ANSWERS_KEPT = 500  # recent answers by job id: a redelivered job is answered, n
 
 
 class PoolWorker:
-    def __init__(self, options: PoolOptions, settings: Any, chain: EngineChain, worker_id: str):
+    def __init__(
+        self,
+        options: PoolOptions,
+        settings: Any,
+        chain: EngineChain,
+        worker_id: str,
+        app: JobApp | None = None,
+    ):
         if not SAFE_ID.fullmatch(worker_id):
             raise ValueError(f"worker id {worker_id!r} must match {SAFE_ID.pattern}")
         self.options = options
         self.chain = chain
         self.worker_id = worker_id
+        self.app = app  # what the engines ask for the home: set to each job's
+        self.grammars = WorkerGrammars(
+            options.max_grammar_bytes, options.grammars_kept, self._warm_engines
+        )
         self.topics = Topics(options.prefix, options.group)
+        self._grammar_prefix = f"{self.topics.prefix}/grammar/"
         broker = options.broker_options(settings)
         client_id = options.client_id or f"voiced-asr-worker-{worker_id}"
         self.jobs: queue.Queue[paho.MQTTMessage] = queue.Queue()
@@ -61,7 +80,7 @@ class PoolWorker:
             max_packet_bytes=options.max_packet_bytes,
             manual_ack=True,
             will=Will(self.topics.worker(worker_id), worker_status(worker_id, False).decode()),
-            on_job_message=self.jobs.put,
+            on_job_message=self._route,
             on_connect=self._announce,
         )
 
@@ -69,6 +88,9 @@ class PoolWorker:
         """Serve jobs on a thread until ``stop``; a job still being transcribed then is left
         unacknowledged (the front ends send it to another worker when the status says offline)."""
         self.connection.subscribe(self.topics.jobs(self.worker_id), 1)
+        if self.app is not None:  # retained: each front end's home grammar, again on reconnect
+            self.connection.subscribe(self.topics.grammars, 0)
+            self.grammars.start(stop)
         self.connection.start()
         serving = threading.Thread(target=self._serve, args=(stop,), name="pool-jobs", daemon=True)
         self._serving = serving
@@ -85,6 +107,19 @@ class PoolWorker:
             time.sleep(0.2)
             self.connection.stop()
             serving.join(1.0)
+
+    def _route(self, message: paho.MQTTMessage) -> None:
+        """A job to the jobs queue; a front end's home grammar to be checked and built."""
+        if message.topic.startswith(self._grammar_prefix):
+            self.grammars.offer(message.topic, message.payload)
+        else:
+            self.jobs.put(message)
+
+    def _warm_engines(self, grammar: Any, language: str) -> None:
+        for _, engine in self.chain.loaded:
+            warm = getattr(engine, "warm_home", None)
+            if callable(warm):
+                warm(grammar, language)
 
     @property
     def jobs_thread_alive(self) -> bool:
@@ -146,12 +181,30 @@ class PoolWorker:
 
     def _transcribe(self, job: Job) -> Reply:
         started = time.monotonic()
+        source = self.topics.grammar(job.front, job.language or "")
+        home, status = self.grammars.lookup(job.grammar, source) if self.app else (None, "none")
+        if job.grammar is not None and status != "used":
+            log.info(
+                "worker %s: job %s not with its home (grammar %s: %s)",
+                self.worker_id,
+                job.id[:12],
+                job.grammar[:12],
+                status,
+            )
+        if self.app is not None:
+            self.app.home = home
         try:
             engine, transcript = self.chain.call(
                 "transcribe", job.audio, job.language, run_id=job.run_id
             )
         except Exception as exc:
             return Reply(job.id, "error", self.worker_id, message=f"{type(exc).__name__}: {exc}")
+        finally:
+            if self.app is not None:
+                self.app.home = None
+        data: dict[str, Any] = {"home": {"grammar": job.grammar, "status": status}}
+        if isinstance(transcript.data.get("decision"), dict):
+            data["decision"] = transcript.data["decision"]
         return Reply(
             job.id,
             "result",
@@ -160,6 +213,7 @@ class PoolWorker:
             language=transcript.language,
             engine=engine,
             asr_s=round(time.monotonic() - started, 4),
+            data=data,
         )
 
     def _publish_then_ack(self, front: str, reply: Reply, deadline: float, mid: int) -> None:
@@ -206,9 +260,10 @@ def run_command(args: argparse.Namespace) -> int:
         names = [n for n in settings.pipeline.asr if stage_base_name(n) != POOL_STAGE]
         if not names:
             raise ConfigError("pipeline.asr names no engine besides mqtt-pool for the worker")
-        engines = [(n, make_stage(host, settings, "asr", n, app=None)) for n in names]
+        app = JobApp(settings, options.grammars_kept)  # the engines hear each job's home
+        engines = [(n, make_stage(host, settings, "asr", n, app=app)) for n in names]
         chain = EngineChain("asr", engines, _log_event, retry_after=30.0)
-        worker = PoolWorker(options, settings, chain, args.id or socket.gethostname())
+        worker = PoolWorker(options, settings, chain, args.id or socket.gethostname(), app)
     except (ConfigError, PoolConfigError, ValueError) as exc:
         print(f"voiced worker: {exc}", file=sys.stderr)
         return 2

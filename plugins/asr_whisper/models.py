@@ -156,7 +156,12 @@ def converted(src: Path, dst: Path) -> Path:
     if marker.is_file() and marker.read_text() == stamp:
         return dst
     dst.parent.mkdir(parents=True, exist_ok=True)
-    log.info("converting %s to a transformers checkpoint in %s (once)", src, dst)
+    logging.getLogger("voiced.progress.models").info(
+        "preparing Whisper for the GPU engine (once): converting %s to a transformers "
+        "checkpoint in %s",
+        src,
+        dst,
+    )
     tmp = Path(tempfile.mkdtemp(prefix=dst.name + ".", dir=dst.parent))
     try:
         convert_ct2_to_transformers(src, tmp)

@@ -11,6 +11,7 @@ from typing import Any
 from voiced.api.doctor import Check
 
 from .home_source import HomeSourceOptions, cache_path, read_cache
+from .http_reply import read_reply
 from .options import HomeAssistantConfigError
 
 SECTION = "home assistant"
@@ -34,7 +35,7 @@ def api_check(options: HomeSourceOptions) -> Check:
         with urllib.request.urlopen(
             request, timeout=min(options.timeout, 5.0), context=options.ssl_context()
         ) as reply:
-            config = json.loads(reply.read())
+            config = json.loads(read_reply(reply, options.max_reply_bytes, 5.0))
     except urllib.error.HTTPError as exc:
         fix = "make a new long-lived access token" if exc.code == 401 else ""
         return Check(name, False, f"answered {exc.code} {exc.reason}", fix, section=SECTION)

@@ -22,11 +22,14 @@ from voiced.api.events import Event
 from voiced.api.hooks import hookimpl
 from voiced.api.intents import Intent, Response
 
+from .http_reply import read_reply
 from .options import HomeAssistantConnection
 
 log = logging.getLogger(__name__)
 
 REFUSED_EVENT = "intent-refused"
+ERROR_TEXT_BYTES = 4096
+"""What is read of an HTTP error's body: its first words are all that is said."""
 PEER_EXECUTES = "peer_executes_intents"
 """``context.data`` flag: the requester (Home Assistant over Wyoming) runs the intent itself."""
 
@@ -71,6 +74,10 @@ class HomeAssistantHandler:
                 self.name,
                 data={"acted": False, "error": "unreachable", "message": str(exc)},
             )
+        return self._answered(context, intent, answer)
+
+    def _answered(self, context: RunContext, intent: Intent, answer: dict[str, Any]) -> Response:
+        """Home Assistant's intent response as voiced's: done, or refused with a short why."""
         speech = spoken(answer)
         data = answer.get("data") or {}
         success = [t.get("id") for t in data.get("success") or [] if isinstance(t, dict)]
@@ -157,9 +164,9 @@ class HomeAssistantHandler:
             with urllib.request.urlopen(
                 request, timeout=self.options.timeout, context=self.options.ssl_context()
             ) as reply:
-                answer = json.loads(reply.read())
+                answer = json.loads(self._body(reply))
         except urllib.error.HTTPError as exc:
-            text = exc.read().decode("utf-8", "replace")[:300]
+            text = exc.read(ERROR_TEXT_BYTES).decode("utf-8", "replace")[:300]
             if exc.code == 404:
                 raise ValueError(
                     "Home Assistant has no /api/intent/handle: add `intent:` to its "
@@ -173,8 +180,12 @@ class HomeAssistantHandler:
                 log.warning("home-assistant: %s answered %s: %s", intent.name, exc.code, text)
                 return {"response_type": "error", "data": {"code": f"http_{exc.code}"}}
         if not isinstance(answer, dict):
-            raise ValueError(f"Home Assistant answered {answer!r}, not an intent response")
+            raise ValueError(f"Home Assistant answered {answer!r:.80}, not an intent response")
         return answer
+
+    def _body(self, reply: Any) -> bytes:
+        opts = self.options
+        return read_reply(reply, opts.max_reply_bytes, opts.timeout)
 
     def _refused(self, context: RunContext, intent: Intent, code: str, message: str) -> None:
         if self.app is None:

@@ -46,6 +46,12 @@ class HomeAssistantConnection(BaseModel):
         "registries come in one message: 50,000 entities are ~25 MB); a longer one closes "
         "the connection, which is then made again",
     )
+    max_reply_bytes: int = Field(
+        1024 * 1024,
+        ge=1024,
+        description="the longest HTTP reply taken from Home Assistant (an intent's answer is a "
+        "few KB); a longer one is refused as an error",
+    )
     ping_seconds: float = Field(
         20.0,
         gt=0,

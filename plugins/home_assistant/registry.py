@@ -43,28 +43,11 @@ def home_from_registries(
     device_area = {d["id"]: d.get("area_id") for d in devices}
     registry = {e["entity_id"]: e for e in entities if e}
     known_areas = {a["area_id"] for a in areas}
-    home_entities = []
-    for state in states:
-        entity_id = state["entity_id"]
-        entry = registry.get(entity_id)
-        if not is_exposed(entity_id, state, entry, exposed):
-            continue
-        attributes = state.get("attributes") or {}
-        name = _literal(str(attributes.get("friendly_name") or entity_id.split(".", 1)[1]))
-        area = None
-        if entry is not None:
-            area = entry.get("area_id") or device_area.get(entry.get("device_id"))
-        aliases = [_literal(a) for a in (entry or {}).get("aliases") or [] if a]
-        home_entities.append(
-            {
-                "id": entity_id,
-                "name": name,
-                "area": area if area in known_areas else None,
-                "state": str(state.get("state", "")),
-                "attributes": {k: attributes[k] for k in KEPT_ATTRIBUTES if k in attributes},
-                "aliases": [a for a in aliases if a and a != name],
-            }
-        )
+    home_entities = [
+        home_entity(state, registry.get(state["entity_id"]), device_area, known_areas)
+        for state in states
+        if is_exposed(state["entity_id"], state, registry.get(state["entity_id"]), exposed)
+    ]
     known_floors = {f["floor_id"] for f in floors}
     return {
         "floors": [
@@ -81,6 +64,30 @@ def home_from_registries(
             for a in areas
         ],
         "entities": sorted(home_entities, key=lambda e: e["id"]),
+    }
+
+
+def home_entity(
+    state: dict[str, Any],
+    entry: dict[str, Any] | None,
+    device_area: dict[str, str | None],
+    known_areas: set[str],
+) -> dict[str, Any]:
+    """One exposed entity of the home: its state, its registry entry and its device's area."""
+    entity_id = state["entity_id"]
+    attributes = state.get("attributes") or {}
+    name = _literal(str(attributes.get("friendly_name") or entity_id.split(".", 1)[1]))
+    area = None
+    if entry is not None:
+        area = entry.get("area_id") or device_area.get(entry.get("device_id"))
+    aliases = [_literal(a) for a in (entry or {}).get("aliases") or [] if a]
+    return {
+        "id": entity_id,
+        "name": name,
+        "area": area if area in known_areas else None,
+        "state": str(state.get("state", "")),
+        "attributes": {k: attributes[k] for k in KEPT_ATTRIBUTES if k in attributes},
+        "aliases": [a for a in aliases if a and a != name],
     }
 
 

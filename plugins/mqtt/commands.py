@@ -45,6 +45,23 @@ def parse_say(payload: bytes) -> str:
     return text
 
 
+def parse_name(payload: bytes) -> str:
+    """A person's name (enroll, forget-speaker): the payload itself or ``{"name": "..."}``."""
+    text, data = _decode(payload)
+    if isinstance(data, dict):
+        data = data.get("name")
+        if not isinstance(data, str):
+            raise BadCommand('JSON command needs a "name" string')
+    if isinstance(data, str):
+        text = data
+    elif data is not None:
+        raise BadCommand('expects a name or {"name": "..."}')
+    text = text.strip()
+    if not text or len(text) > 40:
+        raise BadCommand("needs a name of 1-40 characters")
+    return text
+
+
 def parse_mute(payload: bytes) -> bool:
     """on/off/true/false/1/0 (any case), a JSON boolean, or ``{"muted": bool}``."""
     text, data = _decode(payload)

@@ -52,6 +52,23 @@ def device_config(topics: Topics, site_id: str, device_id: str, name: str) -> di
             "value_template": "{{ value[:255] }}",
             "icon": "mdi:message-reply-text",
         },
+        "speaker": {
+            "p": "sensor",
+            "name": "Last speaker",
+            "unique_id": uid("speaker"),
+            "state_topic": topics.state(site_id, "speaker"),
+            "icon": "mdi:account-voice",
+        },
+        "enroll": {
+            "p": "text",
+            "name": "Enroll speaker",
+            "unique_id": uid("enroll"),
+            "command_topic": topics.command(site_id, "enroll"),
+            "mode": "text",
+            "min": 0,
+            "max": 40,
+            "icon": "mdi:account-plus",
+        },
         "mute": {
             "p": "switch",
             "name": "Mute",

@@ -29,7 +29,7 @@ from voiced.api.text import CommandRefused, TextTooLong
 
 from .broker import EmbeddedBroker, PortBusy
 from .client import MqttClient, Will, rc_ok
-from .commands import BadCommand, parse_mute, parse_say
+from .commands import BadCommand, parse_mute, parse_name, parse_say
 from .discovery import device_config
 from .hermes import TTS_SAY, hermes_messages, parse_tts_say
 from .options import MqttOptions
@@ -361,7 +361,7 @@ class MqttService:
             topic = self.topics.device_config(self.device_id)
             messages.append(Message(topic, json.dumps(config), qos, True))
         for site_id, state in self._sites.items():
-            for name in ("state", "transcript", "intent", "response", "muted"):
+            for name in ("state", "transcript", "intent", "response", "speaker", "muted"):
                 if getattr(state, name) is not None:
                     messages.append(self._state_message(site_id, state, name))
         return messages
@@ -413,8 +413,17 @@ class MqttService:
             self._call(self._app_mute(muted, site_id), "mute", site_id)
         elif command == "cancel":
             self._call(self._app_cancel(site_id), "cancel", site_id)
+        elif command == "enroll":
+            name = parse_name(payload)
+            self._call(self._app_enroll(name, site_id), "enroll", site_id)
+        elif command == "forget-speaker":
+            name = parse_name(payload)
+            self._call(self._app_forget(name), "forget-speaker", site_id)
         else:
-            raise BadCommand(f"unknown command {command!r}; known: say, listen, mute, cancel")
+            raise BadCommand(
+                f"unknown command {command!r}; known: say, listen, mute, cancel, enroll, "
+                "forget-speaker"
+            )
 
     def _bad_command(self, topic: str, reason: str, site_id: str) -> None:
         log.warning("MQTT ignored a malformed command on %s: %s", topic, reason)
@@ -431,6 +440,13 @@ class MqttService:
 
     async def _app_cancel(self, site_id: str) -> None:
         self.app.cancel(site_id)
+
+    async def _app_enroll(self, name: str, site_id: str) -> None:
+        await self.app.enroll_speaker(name, site_id)
+
+    async def _app_forget(self, name: str) -> None:
+        if not self.app.forget_speaker(name):
+            raise CommandRefused(f"nobody called {name!r} is enrolled")
 
     def _call(self, coro: Any, what: str, site_id: str | None) -> None:
         """Run a command on the daemon's loop; its failure becomes an error event."""

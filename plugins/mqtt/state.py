@@ -15,6 +15,7 @@ class SiteState:
     transcript: str | None = None
     intent: dict[str, Any] | None = None
     response: str | None = None
+    speaker: str | None = None  # who spoke last (an enrolled name or "unknown"), when told
     muted: bool | None = None  # unknown until the core's first state event for the site
 
     def apply(self, event: Event) -> list[str]:
@@ -33,8 +34,12 @@ class SiteState:
                 self.muted = bool(state.muted)
                 changed.append("muted")
         elif event.type == EventType.TRANSCRIPT:
-            self.transcript = ev.Transcript.from_event(event).text
+            transcript = ev.Transcript.from_event(event)
+            self.transcript = transcript.text
             changed.append("transcript")
+            if transcript.speaker is not None:
+                self.speaker = transcript.speaker
+                changed.append("speaker")
         elif event.type == EventType.INTENT:
             intent = ev.Intent.from_event(event)
             self.intent = {"name": intent.name, "text": intent.text, "slots": intent.slots}
@@ -45,5 +50,8 @@ class SiteState:
             changed.append("intent")
         elif event.type == EventType.HANDLED:
             self.response = ev.Handled.from_event(event).speech
+            changed.append("response")
+        elif event.type == EventType.INTENT_REFUSED:  # answered instead of handled
+            self.response = ev.IntentRefused.from_event(event).speech
             changed.append("response")
         return changed

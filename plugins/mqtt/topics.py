@@ -31,7 +31,7 @@ class Topics:
         return f"{self.prefix}/{topic_level(site_id)}/audio/{event_type}"
 
     def state(self, site_id: str, name: str = "state") -> str:
-        """Retained: ``state``, ``transcript``, ``intent``, ``response``, ``muted``."""
+        """Retained: ``state``, ``transcript``, ``intent``, ``response``, ``speaker``, ``muted``."""
         return f"{self.prefix}/{topic_level(site_id)}/{name}"
 
     def command(self, site_id: str, name: str) -> str:

@@ -18,6 +18,7 @@ from voiced.api.stages import StageCall
 
 from .options import RemoteOptions
 from .peer import RemoteError, WyomingPeer
+from .recognized import recognized_by
 from .stream import RemoteAsrStream
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,19 @@ class RemoteWyomingAsr:
         started = time.monotonic()
         answer = self.peer.request(events, lambda e: WyTranscript.is_type(e.type))
         result = WyTranscript.from_event(answer[-1])
+        return self.transcript(result, answer[-1].data, language, audio, started)
+
+    def transcript(
+        self,
+        result: WyTranscript,
+        event_data: dict[str, Any],
+        language: str | None,
+        audio: bytes,
+        started: float,
+        **data: Any,
+    ) -> Transcript:
+        """The remote's answer as a transcript: what it heard, and what it did with the home."""
+        fmt = PIPELINE_FORMAT
         return Transcript.heard(
             result.text,
             result.language or language,
@@ -79,6 +93,8 @@ class RemoteWyomingAsr:
             data={
                 "remote": str(self.peer.address),
                 "remote_s": round(time.monotonic() - started, 4),
+                **data,
+                **recognized_by(event_data, self.info.get("program")),
             },
         )
 

@@ -42,6 +42,7 @@ class RemoteAsrStream:
         self._aborted = threading.Event()
         self._done = threading.Event()
         self._answer: WyTranscript | None = None
+        self._answer_data: dict[str, Any] = {}
         self._error: Exception | None = None
         self.stopped_at = 0.0  # when audio-stop went out
         self.sent = 0  # bytes of audio written to the service so far
@@ -70,17 +71,14 @@ class RemoteAsrStream:
         if self._error is not None:
             raise self._error
         assert self._answer is not None
-        return Transcript.heard(
-            self._answer.text,
-            self._answer.language or self.language,
-            engine=self.asr.name,
-            audio_seconds=len(audio) / PIPELINE_FORMAT.bytes_per_second,
-            data={
-                "remote": str(self.asr.peer.address),
-                "remote_s": round(time.monotonic() - self.stopped_at, 4),
-                "streamed": True,
-                "sent_early_s": round(sent_early / PIPELINE_FORMAT.bytes_per_second, 3),
-            },
+        return self.asr.transcript(
+            self._answer,
+            self._answer_data,
+            self.language,
+            audio,
+            self.stopped_at,
+            streamed=True,
+            sent_early_s=round(sent_early / PIPELINE_FORMAT.bytes_per_second, 3),
         )
 
     def abort(self) -> None:
@@ -130,6 +128,7 @@ class RemoteAsrStream:
             self.stopped_at = time.monotonic()
             answer = peer.read_until(conn, lambda e: WyTranscript.is_type(e.type), options.timeout)
             self._answer = WyTranscript.from_event(answer[-1])
+            self._answer_data = answer[-1].data or {}
             peer.release(conn)
         except RemoteUnavailable as exc:  # down: connect refused, fast-fail while resting
             self._error = exc

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from voiced_plugins.wyoming_server.conversation import PEER_EXECUTES, intent_event, transcript_reply
 from voiced_plugins.wyoming_server.reading import IdleTimeout, ProtocolError, ReadLimits, read_event
+from voiced_plugins.wyoming_server.record import recognition_record
 from voiced_plugins.wyoming_server.satellite import SatelliteSource, peer_name
 from wyoming.asr import Transcribe
 from wyoming.asr import Transcript as WyTranscript
@@ -370,7 +371,9 @@ class Session(AsyncEventHandler):
         async with self._request_run("wyoming-transcribe", Phase.THINKING) as run:
             transcript = await self.app.transcribe(run, pcm, language)
             text = "" if transcript.no_speech else transcript.text.strip()
-            await self.send(WyTranscript(text=text, language=transcript.language).event())
+            event = WyTranscript(text=text, language=transcript.language).event()
+            event.data["voiced"] = recognition_record(transcript.data)
+            await self.send(event)
 
     async def _load_wakes(self, names: list[str] | None) -> None:
         if self._wakes is None:

@@ -7,6 +7,7 @@
 * ``voiced.api.audio``: ``AudioFormat``, ``AudioChunk``, conversion at the edge
 * ``voiced.api.intents``: ``Transcript``, ``Intent``, ``Response``
 * ``voiced.api.recognition``: ``Decoder``, ``HomeGrammar``, ``Decision`` (the recognizer's contract)
+* ``voiced.api.speakers``: ``VoiceBook`` (the enrolled voices), ``SpeakerMatch``, ``MatchRule``
 * ``voiced.api.text``: sentence splitting, credentials out of shown URLs
 * ``voiced.api.languages``: language tags, and what each stage calls a language
 * ``voiced.api.devices``: ROCm/CUDA/CPU choice; ``voiced.api.logs``: journal fields

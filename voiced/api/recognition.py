@@ -6,6 +6,7 @@ Public API for plugins: names here stay stable; the module behind them may move.
 from __future__ import annotations
 
 from voiced.recognition import (
+    HOME_STEPS,
     Decision,
     Decode,
     Decoder,
@@ -15,9 +16,11 @@ from voiced.recognition import (
     Step,
     has,
     home_grammar,
+    without_home,
 )
 
 __all__ = [
+    "HOME_STEPS",
     "Decision",
     "Decode",
     "Decoder",
@@ -27,4 +30,5 @@ __all__ = [
     "Step",
     "has",
     "home_grammar",
+    "without_home",
 ]

@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +30,19 @@ CHINESE_HELPERS = {  # module: what Chinese recognition lacks without it
     "same sound (homophones) will not match",
 }
 _PIPER_NAME = re.compile(r"^([a-z]{2,3}(?:_[A-Z]{2})?)-")
-PIPER_VOICES_HINT = (
-    "for a natural voice, download a Piper voice of that language (the rhasspy/piper-voices "
-    "collection: <lang>_<REGION>-<name>-<quality>.onnx and its .onnx.json) into a data_dirs "
-    'folder and name it under [voices] (de = "de_DE-thorsten-medium")'
-)
+PIPER_VOICE_EXAMPLES = {"de": "de_DE-thorsten-medium", "zh": "zh_CN-huayan-medium",
+                        "fr": "fr_FR-siwis-medium", "es": "es_ES-davefx-medium"}  # fmt: skip
+
+
+def piper_voices_hint(language: str) -> str:
+    """Where a natural voice for ``language`` comes from, with an example of that language."""
+    short = primary(language)
+    example = PIPER_VOICE_EXAMPLES.get(short, f"{short}_<REGION>-<name>-<quality>")
+    return (
+        "for a natural voice, download a Piper voice of that language (the rhasspy/piper-voices "
+        "collection: <lang>_<REGION>-<name>-<quality>.onnx and its .onnx.json) into a data_dirs "
+        f'folder and name it under [voices] ({short} = "{example}")'
+    )
 
 
 def language_checks(settings: Any) -> list[Check]:
@@ -52,38 +61,69 @@ def _sites_of(settings: Any, language: str) -> str:
     return ", ".join([own, *(f"site {s}" for s in sites)] if own else [f"site {s}" for s in sites])
 
 
-def _asr_check(settings: Any, language: str, where: str) -> Check:
-    name = f"{language}: speech recognition"
-    engines = settings.pipeline.asr
-    for engine in engines:
-        model = str(settings.stage_options("asr", engine).get("model", "bundled:tiny.en"))
-        if not engine.startswith("whisper"):
-            detail = f"{engine}: the language is passed on; the engine decides ({where})"
-            return Check(name, None, detail, section=SECTION)
-        english_only = model.endswith(".en") or model == "bundled:tiny.en"
-        if english_only and not same_language(language, "en"):
-            return Check(
-                name,
-                False,
-                f"{engine} model {model!r} is English-only; {where} speaks {language}",
-                f'set [stages.asr.{engine}] model = "bundled:base" and {LANGUAGES_EXTRA}',
-                required=True,
-                section=SECTION,
+@dataclass(frozen=True)
+class EngineLanguage:
+    """Whether one engine of the ASR chain can hear a language: ``serves``, ``refuses`` (its
+    model cannot: ``fix`` says what to set), ``absent`` (not installed here: it steps aside)
+    or ``unknown`` (not a Whisper engine: it decides itself)."""
+
+    engine: str
+    state: str
+    detail: str
+    fix: str = ""
+
+
+GPU_ENGINE_MODULES = {"whisper-transformers": ("torch", "transformers")}
+
+
+def engine_language(settings: Any, engine: str, language: str, where: str) -> EngineLanguage:
+    model = str(settings.stage_options("asr", engine).get("model", "bundled:tiny.en"))
+    if not engine.startswith("whisper"):
+        return EngineLanguage(engine, "unknown", f"{engine}: the language is passed on")
+    lacking = [m for m in GPU_ENGINE_MODULES.get(engine, ()) if importlib.util.find_spec(m) is None]
+    if lacking:
+        return EngineLanguage(
+            engine, "absent", f"{engine}: not installed ({', '.join(lacking)} missing), steps aside"
+        )
+    english_only = model.endswith(".en") or model == "bundled:tiny.en"
+    if english_only and not same_language(language, "en"):
+        return EngineLanguage(
+            engine,
+            "refuses",
+            f"{engine} model {model!r} is English-only; {where} speaks {language}",
+            f'set [stages.asr.{engine}] model = "bundled:base" and {LANGUAGES_EXTRA}',
+        )
+    if model == "bundled:base":
+        missing = [p for p in BASE_PACKAGES if importlib.util.find_spec(p) is None]
+        if missing:
+            names = ", ".join(m.replace("_", "-") for m in missing)
+            return EngineLanguage(
+                engine, "refuses", f"{engine} bundled:base needs {names}", LANGUAGES_EXTRA
             )
-        if model == "bundled:base":
-            missing = [p for p in BASE_PACKAGES if importlib.util.find_spec(p) is None]
-            if missing:
-                return Check(
-                    name,
-                    False,
-                    f"bundled:base needs {', '.join(m.replace('_', '-') for m in missing)}",
-                    LANGUAGES_EXTRA,
-                    required=True,
-                    section=SECTION,
-                )
-        detail = f"{engine} {model}, pinned to {language} ({where})"
+    return EngineLanguage(engine, "serves", f"{engine} {model}, pinned to {language}")
+
+
+def _asr_check(settings: Any, language: str, where: str) -> Check:
+    """Every engine of the chain with the language: the first one installed must hear it
+    (else a warning when a later one does, a failure when none does)."""
+    name = f"{language}: speech recognition"
+    found = [engine_language(settings, e, language, where) for e in settings.pipeline.asr]
+    if not found:
+        return Check(name, None, "no asr engine configured", section=SECTION)
+    detail = "; ".join(e.detail for e in found) + f" ({where})"
+    installed = [e for e in found if e.state != "absent"]
+    if not installed:
+        fix = "pip install faster-whisper (the CPU engine), or voiced[gpu]"
+        return Check(name, False, detail, fix, required=True, section=SECTION)
+    first = installed[0]
+    if first.state == "serves":
         return Check(name, True, detail, section=SECTION)
-    return Check(name, None, "no asr engine configured", section=SECTION)
+    if first.state == "unknown":
+        return Check(name, None, detail + ": the engine decides", section=SECTION)
+    if any(e.state == "serves" for e in installed):
+        return Check(name, None, detail, first.fix + " (else it fails and the next serves)",
+                     section=SECTION)  # fmt: skip
+    return Check(name, False, detail, first.fix, required=True, section=SECTION)
 
 
 def _intent_check(settings: Any, language: str, where: str) -> Check:
@@ -121,6 +161,10 @@ def _intent_check(settings: Any, language: str, where: str) -> Check:
 
 def _tts_check(settings: Any, language: str, where: str) -> Check:
     name = f"{language}: spoken answers"
+    for engine in settings.pipeline.tts:
+        spoken = _voice_language(settings, engine)
+        if spoken is not None and same_language(language, spoken):
+            return Check(name, True, f"{engine} voice speaks {spoken}", section=SECTION)
     engine = settings.pipeline.tts[0]
     spoken = _voice_language(settings, engine)
     if spoken is None:
@@ -139,14 +183,14 @@ def _tts_check(settings: Any, language: str, where: str) -> Check:
             name,
             False,
             f"{engine}'s voice speaks {spoken}, and the espeak fallback cannot: {problem}",
-            f"apt install espeak-ng; {PIPER_VOICES_HINT}",
+            f"apt install espeak-ng; {piper_voices_hint(language)}",
             section=SECTION,
         )
     return Check(
         name,
         None,
         f"{engine}'s voice speaks {spoken}: answers in {language} use espeak-ng ({voice})",
-        PIPER_VOICES_HINT,
+        piper_voices_hint(language),
         section=SECTION,
     )
 

@@ -42,32 +42,52 @@ def model_checks(settings: Any, host: Any) -> list[Check]:
             )
             continue
         data = options.model_dump(mode="json") if options is not None else {}
-        named = []
-        for field_name, value in data.items():
-            if field_name not in PATH_KEYS:
-                continue
-            for item in value if isinstance(value, list) else [value]:
-                if isinstance(item, str) and item and _looks_like_path(item):
-                    named.append((field_name, item))
-        missing = [(f, v) for f, v in named if not Path(v).expanduser().exists()]
-        if missing:
-            checks.append(
-                Check(
-                    f"{kind} {name}",
-                    False,
-                    "; ".join(f"{f} = {v}: not found" for f, v in missing),
-                    "fix the path in [stages." + f"{kind}.{name}]",
-                    required=True,
-                    section="models",
-                )
-            )
-        else:
-            shown = ", ".join(f"{f} = {v}" for f, v in data.items() if f in PATH_KEYS and v)
-            checks.append(
-                Check(f"{kind} {name}", True, shown or "no model files named", section="models")
-            )
+        checks.append(options_check(kind, name, data))
     checks.extend(bundled_model_checks())
     return checks
+
+
+def named_files(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """(option, value) of every option value that names a file."""
+    named = []
+    for field_name, value in data.items():
+        if field_name not in PATH_KEYS:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item and _looks_like_path(item):
+                named.append((field_name, item))
+    return named
+
+
+def options_check(kind: str, name: str, data: dict[str, Any]) -> Check:
+    """One stage's validated options: its server named, the files it names present."""
+    if "url" in data and not data["url"]:
+        return unset_url_check(kind, name)
+    missing = [(f, v) for f, v in named_files(data) if not Path(v).expanduser().exists()]
+    if missing:
+        return Check(
+            f"{kind} {name}",
+            False,
+            "; ".join(f"{f} = {v}: not found" for f, v in missing),
+            "fix the path in [stages." + f"{kind}.{name}]",
+            required=True,
+            section="models",
+        )
+    shown = ", ".join(f"{f} = {v}" for f, v in data.items() if f in PATH_KEYS and v)
+    return Check(f"{kind} {name}", True, shown or "no model files named", section="models")
+
+
+def unset_url_check(kind: str, name: str) -> Check:
+    """A stage that talks to a server but has no ``url``: it is off, not working (the LLM
+    fallback with no endpoint recognizes nothing)."""
+    return Check(
+        f"{kind} {name}",
+        None,
+        "off: no url set, so it is never asked",
+        f'set [stages.{kind}.{name}] url (the server it asks), or take "{name}" out of '
+        f"pipeline.{kind}",
+        section="models",
+    )
 
 
 BUNDLED_MODELS = (

@@ -61,6 +61,7 @@ def recognize(
     s = first_reading(u)
     s.decision.ran("first", s.decision.why, (time.perf_counter() - first) * 1000)
     s.decision.budget_s = options.recognition_budget_s
+    s.decision.home = home is not None
     if plan.fallback:
         run(u, s, "fallback", temperature_fallback)
     if plan.home_steps:

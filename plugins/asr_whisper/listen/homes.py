@@ -12,11 +12,14 @@ from ..constrained import GrammarCache, TokenGrammar
 
 
 class Homes:
-    """The app's home grammars as a recognizer over ``decoder`` asks them."""
+    """The app's home grammars as a recognizer over ``decoder`` asks them. An app that serves
+    several homes (a pool worker) says how many with ``homes_kept``; their token grammars are
+    kept built."""
 
     def __init__(self, app: Any, decoder: Decoder) -> None:
         self.app = app
         self.decoder = decoder
+        self.kept = int(getattr(app, "homes_kept", 1))
         self._grammars: dict[str | None, GrammarCache] = {}
 
     def home(self, language: str | None) -> HomeGrammar | None:
@@ -28,6 +31,6 @@ class Homes:
         has no sentence graph)."""
         if not has(home, "command_graph", "command_candidates", "command_meaning"):
             return None
-        return self._grammars.setdefault(language, GrammarCache()).get(
+        return self._grammars.setdefault(language, GrammarCache(self.kept)).get(
             home, self.decoder.tokenizer(language)
         )

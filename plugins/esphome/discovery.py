@@ -1,0 +1,108 @@
+"""Announcing the devices over mDNS as ESPHome devices do (``_esphomelib._tcp``), so Home
+Assistant's zeroconf discovery offers them; only on the interface the devices listen on."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from typing import TYPE_CHECKING
+
+from voiced import __version__
+
+if TYPE_CHECKING:
+    from zeroconf.asyncio import AsyncZeroconf
+
+    from .device import Device
+
+log = logging.getLogger(__name__)
+
+SERVICE_TYPE = "_esphomelib._tcp.local."
+NOISE = "Noise_NNpsk0_25519_ChaChaPoly_SHA256"
+
+
+def addresses_for(host: str) -> list[str]:
+    """The IPv4 addresses to announce: the host itself, or every non-loopback one of this
+    machine when the devices listen on all interfaces."""
+    if host == "localhost":
+        return ["127.0.0.1"]
+    if host not in ("0.0.0.0", "::", ""):
+        return [host]
+    import ifaddr
+
+    found = []
+    for adapter in ifaddr.get_adapters():
+        for ip in adapter.ips:
+            if isinstance(ip.ip, str) and not ipaddress.ip_address(ip.ip).is_loopback:
+                found.append(ip.ip)
+    return found
+
+
+def service_info(device: Device, addresses: list[str]) -> object:
+    from zeroconf import ServiceInfo
+
+    name = device.name
+    properties = {
+        "friendly_name": device.config.friendly_name or f"voiced {device.site_id}",
+        "version": "2025.4.0",
+        "mac": device.config.mac_address().replace(":", "").lower(),
+        "platform": "host",
+        "board": "voiced",
+        "network": "ethernet",
+        "project_name": "voiced.voiced",
+        "project_version": __version__,
+    }
+    if device.config.encryption_key is not None:
+        properties["api_encryption"] = NOISE
+    assert device.address is not None
+    return ServiceInfo(
+        SERVICE_TYPE,
+        f"{name}.{SERVICE_TYPE}",
+        addresses=[socket.inet_aton(a) for a in addresses],
+        port=device.address[1],
+        properties=properties,
+        server=f"{name}.local.",
+    )
+
+
+class Announcer:
+    """Registers every device's service while the daemon runs; a failure is logged, not
+    fatal (the devices can still be added by host and port)."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.zeroconf: AsyncZeroconf | None = None
+        self.services: list[object] = []
+
+    async def start(self, devices: list[Device]) -> None:
+        from zeroconf import IPVersion
+        from zeroconf.asyncio import AsyncZeroconf
+
+        addresses = addresses_for(self.host)
+        try:
+            self.zeroconf = AsyncZeroconf(interfaces=addresses, ip_version=IPVersion.V4Only)
+            for device in devices:
+                info = service_info(device, addresses)
+                await self.zeroconf.async_register_service(info)  # type: ignore[arg-type]
+                self.services.append(info)
+        except (OSError, ValueError) as exc:
+            log.warning(
+                "esphome: cannot announce the devices over mDNS on %s: %s; add them "
+                "in Home Assistant by host and port",
+                ", ".join(addresses),
+                exc,
+            )
+            return
+        log.info(
+            "esphome: %d device(s) announced over mDNS on %s",
+            len(self.services),
+            ", ".join(addresses),
+        )
+
+    async def stop(self) -> None:
+        if self.zeroconf is None:
+            return
+        for info in self.services:
+            await self.zeroconf.async_unregister_service(info)  # type: ignore[arg-type]
+        await self.zeroconf.async_close()
+        self.zeroconf = None

@@ -1,0 +1,462 @@
+"""The esphome service: its options, its framing, and a real daemon's device driven by Home
+Assistant's own ESPHome client library (aioesphomeapi) on 127.0.0.1.
+
+The real Home Assistant checks are in tests/test_esphome_real.py; hostile clients in
+tests/test_abuse_esphome.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import http.server
+import io
+import json
+import threading
+import wave
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from aioesphomeapi import (
+    APIClient,
+    InvalidEncryptionKeyAPIError,
+    MediaPlayerCommand,
+    MediaPlayerEntityState,
+    RequiresEncryptionAPIError,
+    SwitchState,
+)
+from aioesphomeapi import api_pb2 as api
+from mqtt_fixtures import Mosquitto, Recorder, make_certs
+from pipeline_helpers import overrides, started_pipeline
+from pydantic import ValidationError
+from voiced_plugins.esphome.frames import FrameError, FrameReader, encode
+from voiced_plugins.esphome.options import DeviceOptions, EsphomeOptions
+
+from voiced import events as ev
+from voiced.pipeline import Pipeline
+
+TONE_SECONDS = 1.0
+KEY = base64.b64encode(bytes(range(32))).decode()
+OTHER_KEY = base64.b64encode(bytes(32)).decode()
+
+
+# -- options and framing (fast) ------------------------------------------------------------
+
+
+def test_a_plaintext_device_beyond_loopback_needs_to_be_asked_for() -> None:
+    device = {"site_id": "kitchen", "port": 6053}
+    with pytest.raises(ValidationError, match="not loopback"):
+        EsphomeOptions(host="0.0.0.0", devices=[device])
+    assert EsphomeOptions(host="0.0.0.0", devices=[device], allow_plaintext_network=True)
+    assert EsphomeOptions(host="::1", devices=[device])
+
+
+def test_devices_with_a_key_may_listen_beyond_loopback() -> None:
+    keyed = {"site_id": "kitchen", "port": 6053, "encryption_key": KEY}
+    assert EsphomeOptions(host="0.0.0.0", devices=[keyed])
+    with pytest.raises(ValidationError, match="not 32"):
+        DeviceOptions(site_id="kitchen", port=6053, encryption_key="c2hvcnQ=")
+    with pytest.raises(ValidationError, match="not base64"):
+        DeviceOptions(site_id="kitchen", port=6053, encryption_key="not a key!")
+
+
+def test_each_site_is_one_device_on_a_port_of_its_own() -> None:
+    with pytest.raises(ValidationError, match="port of its own"):
+        EsphomeOptions(devices=[{"site_id": "a", "port": 6053}, {"site_id": "b", "port": 6053}])
+    with pytest.raises(ValidationError, match="one device only"):
+        EsphomeOptions(devices=[{"site_id": "a", "port": 6053}, {"site_id": "a", "port": 6054}])
+
+
+def test_a_device_keeps_its_name_and_mac_across_restarts() -> None:
+    device = DeviceOptions(site_id="Living Room", port=6053)
+    assert device.node_name() == "voiced-living-room"
+    mac = device.mac_address()
+    assert mac == DeviceOptions(site_id="Living Room", port=7000).mac_address()
+    first = int(mac.split(":")[0], 16)
+    assert first & 0x02 and not first & 0x01  # locally administered, unicast
+    assert mac != DeviceOptions(site_id="kitchen", port=6053).mac_address()
+
+
+async def read_all(data: bytes, max_bytes: int = 1024) -> list[object]:
+    reader = asyncio.StreamReader()
+    reader.feed_data(data)
+    reader.feed_eof()
+    frames = FrameReader(reader, max_bytes, read_seconds=1.0)
+    messages = []
+    while (message := await frames.read()) is not None:
+        messages.append(message)
+    return messages
+
+
+async def test_frames_read_back_what_was_written() -> None:
+    sent = [api.HelloRequest(client_info="test"), api.PingRequest(),
+            api.VoiceAssistantAudio(data=b"\x01\x02" * 300)]  # fmt: skip
+    assert await read_all(b"".join(encode(m) for m in sent)) == sent
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"\x01\x00\x00", "noise encryption"),
+        (b"\x17\x00\x00", "not an ESPHome API frame"),
+        (b"\x00\x81\x10\x01", "over the cap"),
+        (b"\x00\x80\x80\x80\x80\x80\x01", "longer than 5 bytes"),
+        (b"\x00\x00\xe7\x07", "unknown message type 999"),
+        (b"\x00\x02\x01\xff\xff", "does not decode"),
+    ],
+)
+async def test_a_bad_frame_is_refused_with_its_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(FrameError, match=reason):
+        await read_all(data)
+
+
+def test_doctor_names_each_device_its_site_and_how_to_add_it() -> None:
+    from voiced_plugins.esphome.doctor import esphome_checks
+
+    from voiced.config import Settings
+
+    devices = [{"site_id": "default", "port": 6053},
+               {"site_id": "hall", "port": 6054, "encryption_key": KEY}]  # fmt: skip
+    settings = Settings(pipeline={"service": ["esphome"]},
+                        stages={"service": {"esphome": {"devices": devices}}})  # fmt: skip
+    checks = {c.name: c for c in esphome_checks(settings)}
+    assert checks["ESPHome API library"].ok
+    hall = checks["ESPHome device voiced-hall on 127.0.0.1:6054"]
+    assert "site 'hall', noise-encrypted" in hall.detail and "port 6054" in hall.detail
+    plaintext = checks["ESPHome device voiced-default on 127.0.0.1:6053"].detail
+    assert "plaintext" in plaintext
+    assert esphome_checks(Settings(pipeline={"service": []})) == []
+
+
+# -- a real daemon's device, with Home Assistant's client library ------------------------------
+
+
+def tone_wav(seconds: float = TONE_SECONDS) -> bytes:
+    """A 440 Hz tone at 22.05 kHz, as Home Assistant's TTS might send it."""
+    import numpy as np
+
+    rate = 22050
+    t = np.arange(int(rate * seconds)) / rate
+    pcm = (np.sin(2 * np.pi * 440 * t) * 16000).astype("<i2").tobytes()
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as wav:
+        wav.setnchannels(1)
+        wav.setsampwidth(2)
+        wav.setframerate(rate)
+        wav.writeframes(pcm)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def media_server() -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 serving /tone.wav (1 s) and /long.wav (8 s), as Home
+    Assistant serves its media URLs."""
+    bodies = {"/tone.wav": tone_wav(), "/long.wav": tone_wav(8.0)}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path not in bodies:
+                self.send_error(404)
+                return
+            body = bodies[self.path]
+            self.send_response(200)
+            self.send_header("Content-Type", "audio/wav")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
+    folder = tmp_path_factory.mktemp("esphome-broker")
+    mosquitto = Mosquitto(folder, make_certs(folder))
+    mosquitto.start()
+    yield mosquitto
+    mosquitto.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def daemon(
+    tmp_path_factory: pytest.TempPathFactory, broker: Mosquitto
+) -> AsyncIterator[Pipeline]:
+    answers = tmp_path_factory.mktemp("answers")
+    config = overrides(
+        pipeline={"source": [], "sink": ["wav"], "service": ["mqtt", "esphome"]},
+        stages={"sink": {"wav": {"path": str(answers), "realtime": True}},
+                "service": {"mqtt": {"host": "127.0.0.1", "port": broker.port},
+                            "esphome": {"zeroconf": True, "devices": [
+                    {"site_id": "default", "port": 0},
+                    {"site_id": "porch", "port": 0},
+                    {"site_id": "hall", "port": 0, "encryption_key": KEY},
+                ]}}},
+    )  # fmt: skip
+    async with started_pipeline(config) as pipeline:
+        pipeline.answers = answers  # type: ignore[attr-defined]
+        yield pipeline
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def client(daemon: Pipeline) -> AsyncIterator[APIClient]:
+    device = daemon.stage("service", "esphome").devices["default"]
+    client = APIClient(*device.address, None)
+    await client.connect(login=True)
+    yield client
+    await client.disconnect()
+
+
+def played(daemon: Pipeline) -> list[Path]:
+    return sorted(daemon.answers.glob("*.wav"))  # type: ignore[attr-defined]
+
+
+async def new_files(daemon: Pipeline, before: list[Path], timeout: float = 10) -> list[Path]:
+    for _ in range(int(timeout * 10)):
+        new = [p for p in played(daemon) if p not in before]
+        if new:
+            await asyncio.sleep(0.2)  # written in full
+            return new
+        await asyncio.sleep(0.1)
+    return []
+
+
+def seconds_of(path: Path) -> float:
+    with wave.open(str(path)) as wav:
+        return wav.getnframes() / wav.getframerate()
+
+
+def peak_of(path: Path) -> int:
+    import numpy as np
+
+    with wave.open(str(path)) as wav:
+        return int(np.abs(np.frombuffer(wav.readframes(wav.getnframes()), "<i2")).max())
+
+
+pytestmark_daemon = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_an_announcement_plays_at_the_site_and_is_reported_finished(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    before = played(daemon)
+    finished = await client.send_voice_assistant_announcement_await_response(
+        f"{media_server}/tone.wav", 30, "a tone"
+    )
+    assert finished.success
+    new = [p for p in played(daemon) if p not in before]
+    assert len(new) == 1 and seconds_of(new[0]) == pytest.approx(TONE_SECONDS, abs=0.05)
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_media_that_cannot_be_fetched_is_reported_unplayed(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    finished = await client.send_voice_assistant_announcement_await_response(
+        f"{media_server}/missing.wav", 30, "nothing"
+    )
+    assert not finished.success
+    errors = [e for e in daemon.recorder.of("esphome") if e.data["event"] == "error"]
+    assert "404" in errors[-1].data["message"]
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_the_volume_scales_what_the_media_player_plays(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    states: list[object] = []
+    client.subscribe_states(states.append)
+    client.media_player_command(1, volume=0.25)
+    await asyncio.sleep(0.2)
+    assert [s.volume for s in states if isinstance(s, MediaPlayerEntityState)][-1] == 0.25
+    before = played(daemon)
+    client.media_player_command(1, media_url=f"{media_server}/tone.wav")
+    new = await new_files(daemon, before)
+    assert new and 3500 < peak_of(new[0]) < 4500  # a quarter of the tone's 16000
+    client.media_player_command(1, volume=1.0, command=MediaPlayerCommand.STOP)
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_voiceds_own_mute_shows_on_the_switch(daemon: Pipeline, client: APIClient) -> None:
+    states: list[object] = []
+    client.subscribe_states(states.append)
+    daemon.emit(ev.Muted(True, "mqtt").event(None, "default"))  # voiced muted another way
+    await asyncio.sleep(0.2)
+    assert [s.state for s in states if isinstance(s, SwitchState)][-1] is True
+    daemon.emit(ev.Muted(False, "mqtt").event(None, "default"))
+    await asyncio.sleep(0.2)
+    assert [s.state for s in states if isinstance(s, SwitchState)][-1] is False
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_a_satellite_not_connected_does_not_announce_in_another_room(
+    daemon: Pipeline, media_server: str
+) -> None:
+    porch = daemon.stage("service", "esphome").devices["porch"]
+    client = APIClient(*porch.address, None)
+    await client.connect(login=True)
+    try:
+        before = played(daemon)
+        finished = await client.send_voice_assistant_announcement_await_response(
+            f"{media_server}/tone.wav", 30, "a tone"
+        )
+    finally:
+        await client.disconnect()
+    assert not finished.success
+    assert played(daemon) == before  # the daemon's own speaker stayed quiet
+    errors = [e for e in daemon.recorder.of("error") if e.site_id == "porch"]
+    assert "no speaker now" in errors[-1].data["message"]
+
+
+def hall(daemon: Pipeline) -> tuple[str, int]:
+    return daemon.stage("service", "esphome").devices["hall"].address
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_an_encrypted_device_talks_to_a_client_with_its_key(daemon: Pipeline) -> None:
+    client = APIClient(*hall(daemon), None, noise_psk=KEY)
+    await client.connect(login=True)
+    try:
+        info = await client.device_info()
+        entities, _ = await client.list_entities_services()
+    finally:
+        await client.disconnect()
+    assert info.name == "voiced-hall" and info.api_encryption_supported
+    assert {e.object_id for e in entities} == {"media_player", "mute"}
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_an_encrypted_device_refuses_another_key_and_plaintext(daemon: Pipeline) -> None:
+    with pytest.raises(InvalidEncryptionKeyAPIError):
+        await APIClient(*hall(daemon), None, noise_psk=OTHER_KEY).connect(login=True)
+    with pytest.raises(RequiresEncryptionAPIError):
+        await APIClient(*hall(daemon), None).connect(login=True)
+    client = APIClient(*hall(daemon), None, noise_psk=KEY)  # and still serves the right one
+    await client.connect(login=True)
+    await client.disconnect()
+
+
+def this_client(messages: list[tuple[str, bytes, bool]]) -> list[str] | None:
+    """``connected``, ``announce``, ``disconnected`` in that order among the esphome events
+    (an earlier client's ``disconnected`` may come among them), once all three are there."""
+    said = [json.loads(payload)["data"]["event"] for _, payload, _ in messages]
+    wanted, found = ["connected", "announce", "disconnected"], []
+    for event in said:
+        if len(found) < len(wanted) and event == wanted[len(found)]:
+            found.append(event)
+    return found if found == wanted else None
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_what_the_device_does_is_published_over_mqtt(
+    daemon: Pipeline, broker: Mosquitto, media_server: str
+) -> None:
+    events = Recorder(broker.port, ["voiced/default/event/esphome"])
+    try:
+        client = APIClient(*daemon.stage("service", "esphome").devices["default"].address, None)
+        await client.connect(login=True)
+        await client.send_voice_assistant_announcement_await_response(
+            f"{media_server}/tone.wav", 30, "a tone"
+        )
+        await client.disconnect()
+        said = await events.until(lambda ms: this_client(ms))
+    finally:
+        events.close()
+    assert said == ["connected", "announce", "disconnected"]
+
+
+class QuietSource:
+    """A satellite-like source that ends at once (the site exists while it is attached)."""
+
+    site_id = "porch"
+    live = True
+
+    def load(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    async def chunks(self) -> AsyncIterator[object]:
+        return
+        yield
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_a_wake_word_choice_waits_for_a_site_that_is_not_connected(
+    daemon: Pipeline,
+) -> None:
+    assert daemon.set_wake_words("porch", {"alexa"}) is False  # no audio now: kept
+    await daemon.attach_site(QuietSource())
+    assert daemon.sites["porch"].wake_words == {"alexa"}
+    await daemon.detach_site("porch")
+    daemon.set_wake_words("porch", None)
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_the_media_players_stop_cuts_an_announcement_short(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    """What a barge-in does too: the announcement's run is cancelled, and Home Assistant is
+    told it did not play to the end."""
+    before = played(daemon)
+    announcing = asyncio.ensure_future(
+        client.send_voice_assistant_announcement_await_response(
+            f"{media_server}/long.wav", 30, "a long tone"
+        )
+    )
+    await asyncio.sleep(1.5)
+    assert not announcing.done()
+    client.media_player_command(1, command=MediaPlayerCommand.STOP)
+    finished = await announcing
+    assert not finished.success
+    new = [p for p in played(daemon) if p not in before]
+    assert seconds_of(new[0]) < 6  # of the 8 s tone
+    ended = [e for e in daemon.recorder.of("run-end") if e.site_id == "default"]
+    assert ended[-1].data["reason"] == "cancelled"
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_the_devices_are_announced_over_mdns_on_their_interface(daemon: Pipeline) -> None:
+    from zeroconf import IPVersion
+    from zeroconf.asyncio import AsyncZeroconf
+
+    zeroconf = AsyncZeroconf(interfaces=["127.0.0.1"], ip_version=IPVersion.V4Only)
+    try:
+        devices = daemon.stage("service", "esphome").devices
+        found = {}
+        for site, device in devices.items():
+            info = await zeroconf.async_get_service_info(
+                "_esphomelib._tcp.local.", f"{device.name}._esphomelib._tcp.local.", 5000
+            )
+            assert info is not None, site
+            found[site] = info
+    finally:
+        await zeroconf.async_close()
+    hall = found["hall"]
+    assert hall.port == devices["hall"].address[1]
+    assert hall.parsed_addresses() == ["127.0.0.1"]
+    mac = devices["hall"].config.mac_address().replace(":", "").lower()
+    assert hall.properties[b"mac"] == mac.encode()
+    assert hall.properties[b"api_encryption"] == b"Noise_NNpsk0_25519_ChaChaPoly_SHA256"
+    assert b"api_encryption" not in found["default"].properties
