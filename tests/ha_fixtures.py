@@ -65,7 +65,7 @@ def ha_venv() -> Path:
             [str(python), "-c", _REQUIREMENTS, *COMPONENTS],
             capture_output=True, text=True, check=True,
         ).stdout.split()  # fmt: skip
-        subprocess.run([*pip, *requirements], check=True, env=_build_env(root))
+        subprocess.run([*pip, *at_most(requirements)], check=True, env=_build_env(root))
         (build / "ready").write_text(" ".join(requirements) + "\n")
         shutil.rmtree(target, ignore_errors=True)
         build.rename(target)  # `bin/python -m ...` still works in a moved venv
@@ -85,11 +85,18 @@ def _topped_up(target: Path) -> Path:
             fcntl.flock(lock, fcntl.LOCK_EX)
             subprocess.run(
                 [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                 *missing],
+                 *at_most(missing)],
                 check=True, env=_build_env(_python_root()),
             )  # fmt: skip
             (target / "ready").write_text(" ".join(sorted({*installed, *missing})) + "\n")
     return target
+
+
+def at_most(requirements: list[str]) -> list[str]:
+    """Home Assistant's ``name==X`` pins as ``name<=X``: the pinned release where the package
+    index has it, else the newest before it (Home Assistant 2026.11's esphome pins
+    aioesphomeapi 46.25.0, which the index here lacks: 46.23.0 is installed)."""
+    return [r.replace("==", "<=", 1) for r in requirements]
 
 
 def _python_root() -> Path:
