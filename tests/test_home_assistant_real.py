@@ -214,10 +214,11 @@ def test_voiced_is_a_device_in_home_assistant_and_its_say_entity_reaches_voiced(
     ha: HomeAssistant, voiced: Voiced, broker: Mosquitto
 ) -> None:
     found = ha.wait(lambda: entities_of_device(ha, "voiced_default"), 60, "voiced's device")
-    ha.wait(lambda: len(entities_of_device(ha, "voiced_default")) == 7, 30, "7 entities")
+    ha.wait(lambda: len(entities_of_device(ha, "voiced_default")) == 9, 30, "9 entities")
     found = entities_of_device(ha, "voiced_default")
     by_key = {key.split(":")[1].removeprefix("voiced_default_"): eid for key, eid in found.items()}
-    assert set(by_key) == {"state", "transcript", "intent", "response", "mute", "listen", "say"}
+    assert set(by_key) == {"state", "transcript", "intent", "response", "mute", "listen", "say",
+                           "speaker", "enroll"}  # fmt: skip
     # HA silently skips unavailable entities in a service call: wait for voiced's availability
     ha.wait(lambda: ha.state(by_key["say"])["state"] != "unavailable", 30, "say available")
     events = Recorder(broker.port, ["voiced/default/event/#"])
