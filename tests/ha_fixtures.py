@@ -1,9 +1,11 @@
 """A real Home Assistant core for tests: installed from PyPI, started on 127.0.0.1.
 
-* ``ha_venv()``: Home Assistant ``HA_VERSION`` in its own venv, cached under
-  ``~/.cache/voiced-tests/homeassistant-<version>/`` (built when missing: a few minutes), with
-  the requirements of the integrations the tests load installed up front (read from their
-  ``manifest.json``), so Home Assistant installs nothing while it runs.
+* ``ha_venv()``: Home Assistant ``HA_VERSION`` in its own venv of Debian's Python
+  (``debian_python``), cached under ``~/.cache/voiced-tests/homeassistant-<version>-py<X.Y>/``
+  (built when missing: ~5 min and 1.1 GB, mostly downloads), with the requirements of the
+  integrations the tests load installed up front (read from their ``manifest.json``), so Home
+  Assistant installs nothing while it runs. ``python tests/ha_fixtures.py`` builds it
+  (``scripts/test`` does, before pytest).
 * ``HomeAssistant``: one Home Assistant process with a throwaway config directory, onboarded
   (an owner and a long-lived token, no browser), with small REST and WebSocket helpers.
 """
@@ -12,12 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import glob
 import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -25,12 +25,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import debian_python
 from mqtt_fixtures import free_port, wait_port
 from websockets.sync.client import connect
 
-HA_VERSION = "2025.4.4"
-"""The newest release that runs on a Python these machines have (3.13; 2026.x needs 3.14)."""
-HA_PYTHON_MIN = (3, 13)
+HA_VERSION = "2026.11.0"
+"""The newest release; it needs Python >= 3.14.2, taken from Debian (``debian_python``)."""
 COMPONENTS = (
     "api", "config", "websocket_api", "onboarding", "intent", "conversation",
     "assist_pipeline", "assist_satellite", "stt", "tts", "wake_word", "ffmpeg", "mqtt",
@@ -46,51 +46,28 @@ class HomeAssistantUnavailable(RuntimeError):
     """No Python that can run Home Assistant ``HA_VERSION`` on this machine."""
 
 
-def ha_python() -> str:
-    """A Python >= 3.13: $VOICED_TEST_HA_PYTHON, this one, pyenv's, or python3.13 on PATH."""
-    candidates = [os.environ.get("VOICED_TEST_HA_PYTHON"), sys.executable]
-    candidates += sorted(glob.glob(str(Path.home() / ".pyenv/versions/3.1[3-9]*/bin/python")))
-    candidates += [shutil.which(f"python3.{minor}") for minor in range(13, 20)]
-    for candidate in filter(None, candidates):
-        try:
-            version = subprocess.run(
-                [candidate, "-c", "import sys; print(*sys.version_info[:2])"],
-                capture_output=True, text=True, check=True,
-            ).stdout.split()  # fmt: skip
-        except (OSError, subprocess.CalledProcessError):
-            continue
-        if tuple(map(int, version)) >= HA_PYTHON_MIN:
-            return candidate
-    raise HomeAssistantUnavailable(
-        f"Home Assistant {HA_VERSION} needs Python >= 3.13; none found "
-        "(set VOICED_TEST_HA_PYTHON to one)"
-    )
-
-
 def ha_venv() -> Path:
     """The cached venv with Home Assistant; built (under a lock) when missing."""
-    target = CACHE / f"homeassistant-{HA_VERSION}"
+    target = CACHE / f"homeassistant-{HA_VERSION}-py{debian_python.VERSION}"
     if (target / "ready").exists():
         return _topped_up(target)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    with open(CACHE / f"homeassistant-{HA_VERSION}.lock", "w") as lock:
+    root = _python_root()
+    with open(CACHE / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another test process may be building it
         if (target / "ready").exists():
             return target
-        build = CACHE / f"homeassistant-{HA_VERSION}.partial"
-        python = build / "bin" / "python"
-        if not python.exists():
-            subprocess.run([ha_python(), "-m", "venv", str(build)], check=True)
+        build = target.with_name(target.name + ".partial")
+        shutil.rmtree(build, ignore_errors=True)
+        python = debian_python.make_venv(root, build)
         pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         subprocess.run([*pip, f"homeassistant=={HA_VERSION}"], check=True)
         requirements = subprocess.run(
             [str(python), "-c", _REQUIREMENTS, *COMPONENTS],
             capture_output=True, text=True, check=True,
         ).stdout.split()  # fmt: skip
-        subprocess.run([*pip, *requirements], check=True)
+        subprocess.run([*pip, *at_most(requirements)], check=True, env=_build_env(root))
         (build / "ready").write_text(" ".join(requirements) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
+        shutil.rmtree(target, ignore_errors=True)
         build.rename(target)  # `bin/python -m ...` still works in a moved venv
     return target
 
@@ -104,15 +81,36 @@ def _topped_up(target: Path) -> Path:
     ).stdout.split()
     missing = [r for r in wanted if r not in installed]
     if missing:
-        with open(CACHE / f"homeassistant-{HA_VERSION}.lock", "w") as lock:
+        with open(CACHE / f"{target.name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             subprocess.run(
                 [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                 *missing],
-                check=True,
+                 *at_most(missing)],
+                check=True, env=_build_env(_python_root()),
             )  # fmt: skip
             (target / "ready").write_text(" ".join(sorted({*installed, *missing})) + "\n")
     return target
+
+
+def at_most(requirements: list[str]) -> list[str]:
+    """Home Assistant's ``name==X`` pins as ``name<=X``: the pinned release where the package
+    index has it, else the newest before it (Home Assistant 2026.11's esphome pins
+    aioesphomeapi 46.25.0, which the index here lacks: 46.23.0 is installed)."""
+    return [r.replace("==", "<=", 1) for r in requirements]
+
+
+def _python_root() -> Path:
+    try:
+        return debian_python.python_root(CACHE)
+    except (debian_python.DebianPythonUnavailable, subprocess.SubprocessError) as exc:
+        raise HomeAssistantUnavailable(f"Home Assistant {HA_VERSION}: {exc}") from exc
+
+
+def _build_env(root: Path) -> dict[str, str]:
+    """pip's environment: requirements with no wheel for this Python build against Debian's
+    Python headers."""
+    include = str(debian_python.include_dir(root))
+    return {**os.environ, "C_INCLUDE_PATH": include, "CPLUS_INCLUDE_PATH": include}
 
 
 # Prints the requirements of the named integrations and of every integration they depend on.
@@ -145,9 +143,6 @@ homeassistant:
   longitude: 0
   elevation: 0
   internal_url: http://127.0.0.1:{port}
-http:
-  server_host: 127.0.0.1
-  server_port: {port}
 api:
 config:
 websocket_api:
@@ -177,6 +172,14 @@ class HomeAssistant:
         self.started_seconds = 0.0
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "configuration.yaml").write_text(CONFIGURATION.format(port=self.port))
+        # HTTP settings live in .storage: from configuration.yaml they would be a trial config
+        # that reverts to port 8123 on every interface after 5 minutes
+        storage = folder / ".storage"
+        storage.mkdir(exist_ok=True)
+        (storage / "http").write_text(json.dumps({
+            "version": 1, "minor_version": 1, "key": "http",
+            "data": {"server_host": ["127.0.0.1"], "server_port": self.port},
+        }))  # fmt: skip
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -237,6 +240,9 @@ class HomeAssistant:
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> Any:
         return self._request("POST", path, body or {})
+
+    def delete(self, path: str) -> Any:
+        return self._request("DELETE", path)
 
     def post_raw(self, path: str, data: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
         request = urllib.request.Request(
@@ -334,3 +340,7 @@ class HomeAssistant:
                 raise TimeoutError(f"Home Assistant: {what} not done in {timeout} s:\n"
                                    f"{self.log_tail()}")  # fmt: skip
             time.sleep(0.1)
+
+
+if __name__ == "__main__":
+    print(ha_venv())

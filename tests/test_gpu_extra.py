@@ -6,14 +6,14 @@ Each load runs in a child process, with a set of releases from ``torch_sites`` (
 - the floors together: torch 2.6.0 (the index's CUDA 12.4 build, run on the CPU) with
   transformers 4.56.0, both read from the `gpu` extra in pyproject.toml;
 - the floor of transformers on the venv's torch (2.13.0+cpu);
-- the venv's transformers (the newest that `scripts/test` resolved) on the venv's torch;
-- the venv's transformers on the newest torch the index here allows (2.14.1).
+- the venv's transformers (the newest that `scripts/test` resolved) on the venv's torch, the
+  newest CPU build of torch this machine has.
 
 The child converts the bundled tiny.en to a transformers checkpoint, loads it with
 whisper-transformers through ``from_pretrained`` and transcribes real speech; it builds the
-tiny VITS model and speaks with vits-transformers. Cold: three pip installs (``scripts/test``
-builds the two torch folders before pytest; see torch_sites.py for time and size); warm: four
-child processes (~80 s together).
+tiny VITS model and speaks with vits-transformers. Cold: two pip installs (``scripts/test``
+builds both folders before pytest; see torch_sites.py for time and size); warm: three child
+processes (~60 s together).
 """
 
 from __future__ import annotations
@@ -25,15 +25,7 @@ from pathlib import Path
 
 import pytest
 from speech import steady_piper
-from torch_sites import (
-    TORCH_PAIR,
-    cached_site,
-    child_env,
-    gpu_floor,
-    gpu_floors,
-    gpu_floors_site,
-    torchaudio_site,
-)
+from torch_sites import child_env, floors, floors_site, gpu_floor, transformers_floor_site
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("transformers")
@@ -83,7 +75,7 @@ def check(loaded: dict) -> None:
 
 def test_the_floor_transformers_of_the_gpu_extra_loads_both_engines(tmp_path):
     version = gpu_floor("transformers")
-    loaded = load_both(tmp_path, cached_site({"transformers": version}))
+    loaded = load_both(tmp_path, transformers_floor_site())
     assert loaded["transformers"] == version
     check(loaded)
 
@@ -97,19 +89,10 @@ def test_the_installed_newest_transformers_loads_both_engines(tmp_path):
 
 
 def test_the_floor_torch_and_transformers_together_load_both_engines(tmp_path):
-    floors = gpu_floors()
-    loaded = load_both(tmp_path, gpu_floors_site())
-    assert loaded["torch"].split("+")[0] == floors["torch"]
-    assert loaded["transformers"] == floors["transformers"]
-    check(loaded)
-
-
-def test_the_newest_torch_here_loads_both_engines(tmp_path):
-    import transformers
-
-    loaded = load_both(tmp_path, torchaudio_site())
-    assert loaded["torch"].split("+")[0] == TORCH_PAIR["torch"]
-    assert loaded["transformers"] == transformers.__version__
+    pins = floors()
+    loaded = load_both(tmp_path, floors_site())
+    assert loaded["torch"].split("+")[0] == pins["torch"]
+    assert loaded["transformers"] == pins["transformers"]
     check(loaded)
 
 

@@ -1,10 +1,10 @@
 """torchaudio's part in the torch Whisper engine: resampling and BS.1770 loudness levelling.
 
 torchaudio's numbers are computed in a child process that has torch + torchaudio from the
-cache of ``torch_sites`` (the venv's CPU torch cannot load the index's CUDA torchaudio) and
-checked here against independent references: the exact band-limited signal, soxr, the
-standard's own reference level and pyloudnorm. Without torchaudio (the venv) the engine
-resamples with soxr and says why.
+cache of ``torch_sites`` (the `gpu` extra's floor of torch with its torchaudio, run on the CPU;
+the venv's CPU torch cannot load the index's CUDA torchaudio) and checked here against
+independent references: the exact band-limited signal, soxr, the standard's own reference
+level and pyloudnorm. Without torchaudio (the venv) the engine resamples with soxr and says why.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soxr
-from torch_sites import child_env, torchaudio_site
+from torch_sites import child_env, floors, floors_site
 from voiced_plugins.asr_whisper.device_audio import (
     SoxrAudio,
     device_audio,
@@ -98,7 +98,7 @@ def run_child(work: Path, job: dict) -> dict:
         [sys.executable, "-c", CHILD, str(work)],
         capture_output=True,
         text=True,
-        env=child_env(torchaudio_site()),
+        env=child_env(floors_site()),
         cwd=ROOT,
         timeout=900,
     )
@@ -195,12 +195,10 @@ slow = pytest.mark.slow
 
 
 @slow
-def test_the_child_runs_the_cached_torch_and_torchaudio_pair(measured):
-    from torch_sites import TORCH_PAIR
-
+def test_the_child_runs_the_floor_torch_with_its_torchaudio(measured):
     _, out = measured
-    assert out["torch"].split("+")[0] == TORCH_PAIR["torch"]
-    assert out["torchaudio"].split("+")[0] == TORCH_PAIR["torchaudio"]
+    assert out["torch"].split("+")[0] == floors()["torch"]
+    assert out["torchaudio"].split("+")[0] == floors()["torchaudio"]
 
 
 @slow

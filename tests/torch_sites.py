@@ -1,20 +1,24 @@
-"""Other torch / transformers releases for the tests, each in a folder cached outside the clone.
+"""The `gpu` extra's floors of torch and transformers, with torchaudio, in one folder cached
+outside the clone, for the tests that need a torch other than the venv's.
 
-The venv's torch is the CPU build (2.13.0+cpu, ~190 MB). Two other sets are installed with
-``pip install --target`` into ``~/.cache/voiced-tests/<name>-<v>-...-py<X.Y>/`` (built when
-missing, stamped ``.complete``) and put first on PYTHONPATH of a child process:
+The venv's torch is the CPU build (2.13.0+cpu, ~190 MB, from a file on this machine's disk).
+The package index has no CPU build of torch for Linux x86_64 and its torchaudio is a CUDA build,
+whose ``_torchaudio.so`` needs ``libc10_cuda.so``: it does not load beside a CPU torch. So one
+CUDA build of torch serves both users of another torch, run on the CPU (a CUDA build does when
+no GPU is there):
 
-- ``TORCH_PAIR``: torch 2.14.1 + torchaudio 2.11.1. The only torchaudio the package index
-  offers (2.11.1, ``torch>=2.11``) is a CUDA build, whose ``_torchaudio.so`` needs
-  ``libc10_cuda.so`` and does not load beside a CPU torch; 2.14.1 is the newest torch the index
-  here allows and loads it unmodified (stable ABI). Cold: 1 min 40 s to 3 min (by load), 5.4 GB
-  (nvidia 3.2 GB, torch 1.2 GB, triton 0.9 GB).
-- ``gpu_floors()``: the `gpu` extra's floors of torch and transformers together (read from
-  pyproject.toml: torch 2.6.0, transformers 4.56.0). The index's only torch 2.6.0 for Linux is
-  the CUDA 12.4 build (767 MB, with ~2.5 GB of ``nvidia-*-cu12`` and triton).
+- ``floors_site()``: torch 2.6.0 + torchaudio 2.6.0 + transformers 4.56.0, read from the `gpu`
+  extra in pyproject.toml (torchaudio X.Y.Z is built for torch X.Y.Z). tests/test_gpu_extra.py
+  loads both engines with it; tests/test_torchaudio.py checks torchaudio's numbers with it.
+  Cold: ~2.5 GB downloaded, 5.4 GB on disk (nvidia 2.7 GB, torch 1.6 GB, triton 0.7 GB),
+  80-130 s here; warm: nothing to install.
+- ``transformers_floor_site()``: transformers 4.56.0 alone (with its own dependencies, no
+  torch), to load on the venv's torch: ~0.1 GB, seconds.
 
-A CUDA build runs on the CPU when no GPU is there. Warm: nothing to install.
-``python tests/torch_sites.py`` builds both (``scripts/test`` does, before pytest).
+Each is installed with ``pip install --target`` into
+``~/.cache/voiced-tests/<name>-<version>-...-py<X.Y>/`` (stamped ``.complete``) and put first on
+PYTHONPATH of a child process. ``python tests/torch_sites.py`` builds both (``scripts/test``
+does, before pytest).
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-TORCH_PAIR = {"torch": "2.14.1", "torchaudio": "2.11.1"}
 CACHE = Path(os.environ.get("VOICED_TEST_CACHE", Path.home() / ".cache" / "voiced-tests"))
 PYPROJECT = Path(__file__).parents[1] / "pyproject.toml"
 
@@ -66,14 +69,20 @@ def cached_site(pins: dict[str, str], timeout: float = 1800) -> Path:
     return target
 
 
-def torchaudio_site() -> Path:
-    """The cached folder holding ``TORCH_PAIR`` and their dependencies (built when missing)."""
-    return cached_site(TORCH_PAIR)
+def floors() -> dict[str, str]:
+    """The `gpu` extra's floors of torch and transformers, and the torchaudio of that torch."""
+    torch, transformers = gpu_floor("torch"), gpu_floor("transformers")
+    return {"torch": torch, "torchaudio": torch, "transformers": transformers}
 
 
-def gpu_floors_site() -> Path:
-    """The cached folder holding the `gpu` extra's floors of torch and transformers."""
-    return cached_site(gpu_floors())
+def floors_site() -> Path:
+    """The cached folder holding ``floors()`` and their dependencies (built when missing)."""
+    return cached_site(floors())
+
+
+def transformers_floor_site() -> Path:
+    """The cached folder holding the floor of transformers alone (the venv's torch loads it)."""
+    return cached_site({"transformers": gpu_floor("transformers")})
 
 
 def child_env(site: Path | None) -> dict[str, str]:
@@ -87,5 +96,5 @@ def child_env(site: Path | None) -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print(torchaudio_site())
-    print(gpu_floors_site())
+    print(floors_site())
+    print(transformers_floor_site())

@@ -86,11 +86,12 @@ class HomeAssistantHandler:
             # HA's intent API answers a target it can't find with its exception's text
             # ("Entities matching: MatchTargetsConstraints(...)"): say something people read
             code = str(data.get("code") or "no_valid_targets")
-            if code.startswith("http_") and not self._names_known(intent):
-                code = "no_valid_targets"
+            said = speech if kind == "error" else ""
+            if self._unknown_name(intent, code):
+                code, said = "no_valid_targets", ""
             self._refused(context, intent, code, speech)
             return Response(
-                self.refusal(intent, code, speech if kind == "error" else ""),
+                self.refusal(intent, code, said),
                 self.name,
                 data={"acted": False, "error": code, "message": speech},
             )
@@ -115,6 +116,14 @@ class HomeAssistantHandler:
         if name or area:
             return f"Sorry, Home Assistant has no device called {name or area}."
         return self.options.refused_speech
+
+    def _unknown_name(self, intent: Intent, code: str) -> bool:
+        """Whether Home Assistant failed because the intent names what its home lacks: its
+        intent API answers that with a bare HTTP 500 up to 2025.x, and from 2026.x with
+        ``failed_to_handle`` and its exception's text ("No entities matched the name ...")."""
+        return (code.startswith("http_") or code == "failed_to_handle") and not self._names_known(
+            intent
+        )
 
     def _names_known(self, intent: Intent) -> bool:
         """Whether the home (Home Assistant's, as the recognizer has it) has what the intent
