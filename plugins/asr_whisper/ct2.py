@@ -17,26 +17,23 @@ from pydantic import Field
 
 from voiced.api.devices import choose_ct2_device
 from voiced.api.intents import Transcript
-from voiced.api.recognition import Decode, Hypothesis, NextLogprobs
+from voiced.api.recognition import Decode, NextLogprobs
 
-from .choose import unique
 from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
-    compression_ratio,
     max_new_tokens,
     pcm16_to_float,
     window_seconds,
 )
 from .ct2_scoring import forced_scores, next_logprobs
-from .fallback import repetitive
 from .language import check_languages, pinned
 from .listen.driver import recognize
-from .listen.homes import Homes
+from .listen.homes import Homes, build_grammars
 from .listen.options import RecognitionOptions
 from .listen.state import DRAFT, FULL, WARMUP, Plan
 from .models import ModelError, load_error, resolve_ct2
-from .segments import first_sentences, spoken_text
+from .readings import readings_decode, whisper_prompt
 
 log = logging.getLogger(__name__)
 
@@ -97,21 +94,7 @@ class WhisperCt2Asr:
         log.info("%s: %s on %s (%s)", self.name, opts.model, self.device, choice.reason)
         if opts.warmup:
             self._decode(np.zeros(SAMPLE_RATE, dtype=np.float32) + 1e-3, None, WARMUP)
-        self._build_grammars()
-
-    def _build_grammars(self) -> None:
-        """The constrained search's token grammar of each language the config speaks, built
-        now as the model is, not on the first utterance nothing matches (maybe hours later)."""
-        opts = self.options
-        if not (opts.home_rescore and opts.home_constrained):
-            return
-        languages = getattr(getattr(self.app, "settings", None), "languages", None)
-        spoken = list(languages()) if callable(languages) else []
-        for requested in dict.fromkeys([*spoken, opts.language]):
-            if requested is None and self.multilingual:
-                continue  # detected per utterance: no grammar to guess
-            language = pinned(self.name, requested, opts.language, self.multilingual)
-            self.homes.grammar(language, self.homes.home(language))
+        build_grammars(self.homes, self.name, opts, self.app, self.multilingual)
 
     def close(self) -> None:
         self._model = None
@@ -232,12 +215,7 @@ class WhisperCt2Asr:
         model = self._model
         tokenizer = self._tokenizer(language)
         timestamps = window < FULL_WINDOW_S  # to drop what is decoded past the audio
-        prompt = list(tokenizer.sot_sequence)
-        if prompt_text:
-            words = tokenizer.encode(" " + prompt_text.strip())[-(model.max_length // 2 - 1) :]
-            prompt = [tokenizer.sot_prev, *words, *prompt]
-        if not timestamps:
-            prompt.append(tokenizer.no_timestamps)
+        prompt = whisper_prompt(tokenizer, prompt_text, timestamps, model.max_length)
         budget = max_new_tokens(seconds, model.max_length - len(prompt))
         if temperature > 0:
             search = {
@@ -258,31 +236,19 @@ class WhisperCt2Asr:
             suppress_tokens=list(get_suppressed_tokens(tokenizer, [-1])),
             **search,
         )[0]
-        decoded = []
-        for tokens, score in zip(result.sequences_ids, result.scores, strict=True):
-            avg_logprob = score * len(tokens) / (len(tokens) + 1)
-            if timestamps:
-                text, cut = spoken_text(
-                    tokens, tokenizer.timestamp_begin, seconds, tokenizer.decode
-                )
-            else:
-                text, cut = first_sentences(tokenizer.decode(tokens))
-            decoded.append((float(avg_logprob), text, int(cut), tokens))
-        decoded.sort(key=lambda d: -d[0])  # samples come in no particular order
-        avg_logprob, _, dropped, tokens = decoded[0]
-        text_tokens = [t for t in tokens if t < tokenizer.eot]
-        loop = ""
-        if len(tokens) >= budget:
-            loop = "spent its whole token budget (a loop)"
-        elif repetitive(text_tokens):
-            loop = f"a loop: {len(set(text_tokens))} distinct of {len(text_tokens)} tokens"
-        return Decode(
-            unique([Hypothesis(text, lp) for lp, text, _, _ in decoded])[:count],
-            float(result.no_speech_prob),
-            dropped,
+        readings = [
+            (tokens, score * len(tokens) / (len(tokens) + 1))  # the end of text counted
+            for tokens, score in zip(result.sequences_ids, result.scores, strict=True)
+        ]
+        return readings_decode(
+            readings,
+            tokenizer,
+            seconds,
+            timestamps,
+            budget,
+            result.no_speech_prob,
             temperature,
-            compression_ratio(tokenizer.decode(text_tokens)),
-            loop,
+            count,
         )
 
     def _long_form(

@@ -9,6 +9,8 @@ from voiced.api.recognition import Decoder, HomeGrammar, has
 
 from ..choose import checker_of
 from ..constrained import GrammarCache, TokenGrammar
+from ..language import pinned
+from .options import RecognitionOptions
 
 
 class Homes:
@@ -31,3 +33,19 @@ class Homes:
         return self._grammars.setdefault(language, GrammarCache()).get(
             home, self.decoder.tokenizer(language)
         )
+
+
+def build_grammars(
+    homes: Homes, engine: str, options: RecognitionOptions, app: Any, multilingual: bool
+) -> None:
+    """The constrained search's token grammar of each language the config speaks, built as
+    the model loads, not on the first utterance nothing matches (maybe hours later)."""
+    if not (options.home_rescore and options.home_constrained):
+        return
+    languages = getattr(getattr(app, "settings", None), "languages", None)
+    spoken = list(languages()) if callable(languages) else []
+    for requested in dict.fromkeys([*spoken, options.language]):
+        if requested is None and multilingual:
+            continue  # detected per utterance: no grammar to guess
+        language = pinned(engine, requested, options.language, multilingual)
+        homes.grammar(language, homes.home(language))
