@@ -19,8 +19,10 @@ same files with the same model (bundled tiny.en, CTranslate2 int8, CPU; one row 
   default; the rows before it search the graph's pairs, 6 a step), the
   default with a second look in the full window after the prompted retry (rescoring and the
   search there, 0.8 limit; ``home_rescore_full``), the default with the full 30 s window,
-  and the default with Whisper
-  base (``bundled:base``, multilingual, language pinned to en) instead of tiny.en.
+  the default with Whisper
+  base (``bundled:base``, multilingual, language pinned to en) instead of tiny.en, and the
+  default on the other engine, whisper-transformers (the same tiny.en converted, torch
+  float32 on the CPU; ``--device cuda`` puts it on a GPU).
 
 A command is right when the intent name, every expected slot and the set of entities it acts
 on are right; chatter and no-speech files must give no intent (else: a false activation).
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -109,11 +112,94 @@ def judge(intent: Any, expected: dict[str, Any] | None) -> str:
     return "right"
 
 
+def on_torch(stage: Any, device: str, **options: Any) -> Any:
+    """The default recognizer on whisper-transformers (torch, float32 on the CPU)."""
+    from voiced_plugins.asr_whisper.torch_engine import (
+        WhisperTransformersAsr,
+        WhisperTransformersOptions,
+    )
+
+    engine = WhisperTransformersAsr(
+        WhisperTransformersOptions(device=device, when_no_gpu="cpu", **options), App(stage)
+    )
+    engine.load()
+
+    def run(audio: bytes) -> Any:
+        transcript = engine.transcribe(audio)
+        if transcript.no_speech or not transcript.text.strip():
+            return transcript.text, None
+        return transcript.text, stage.recognize(transcript.text)
+
+    return run
+
+
+def score(label: str, run: Any, files: list[tuple[dict[str, Any], bytes]]) -> Row:
+    """One row: ``run`` (audio -> (text, intent)) on every file, judged and timed."""
+    run(files[0][1])  # warm up caches
+    row = Row(label)
+    for item, audio in files:
+        started = time.perf_counter()
+        text, intent = run(audio)
+        row.latencies_ms.append((time.perf_counter() - started) * 1000)
+        verdict = judge(intent, item["expected"])
+        if item["kind"] == "command":
+            row.commands += 1
+            clean = item["snr_db"] is None
+            row.clean += clean
+            if verdict == "right":
+                row.right += 1
+                row.clean_right += clean
+            else:
+                row.wrong += verdict == "wrong"
+                got = f"{intent.name} {intent.data.get('entities')}" if intent else "-"
+                row.misses.append(f"{item['file']}: {item['text']!r} heard {text!r} -> {got}")
+        else:
+            row.idle += 1
+            if verdict == "false":
+                row.false_activations += 1
+                row.misses.append(f"FALSE {item['file']}: heard {text!r} -> {intent.name}")
+    return row
+
+
+def print_table(name: str, manifest: dict[str, Any], results: list[Row], as_json: bool) -> None:
+    """The rows as a table, each row's misses, and the rows as JSON when asked."""
+    files = len(manifest["items"])
+    commands = sum(i["kind"] == "command" for i in manifest["items"])
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"{name} set: {files} files ({commands} commands, {files - commands} chatter/"
+          f"no-speech), int8 CPU, tiny.en or as named; load average {load}")  # fmt: skip
+    header = [
+        "row",
+        "intent right (all)",
+        "clean",
+        "wrong",
+        "false act.",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "n",
+    ]
+    table = [header] + [r.table_cells() for r in results]
+    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
+    for line in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
+    for row in results:
+        print(f"\n{row.label}: misses")
+        for miss in row.misses:
+            print(f"  {miss}")
+    if as_json:
+        print(json.dumps([r.__dict__ for r in results], default=str))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="comma list of row labels (prefixes)")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
     parser.add_argument("--set", choices=("heldout", "tuning"), default="heldout")
+    parser.add_argument(
+        "--device", default="cpu", help="whisper-transformers' device (cpu, cuda, cuda:N)"
+    )
     args = parser.parse_args(argv)
     ensure_importable()
     from faster_whisper import WhisperModel
@@ -214,64 +300,20 @@ def main(argv: list[str] | None = None) -> int:
         "voiced: default, model=bundled:base (en)": lambda: voiced(
             True, True, model="bundled:base", language="en"
         ),
+        f"voiced: default on whisper-transformers ({args.device})": lambda: on_torch(
+            stages[True, True], args.device
+        ),
     }
     only = [o.strip() for o in args.only.split(",") if o.strip()]
     results = []
     for label, make in rows.items():
         if only and not any(label.startswith(o) or o in label for o in only):
             continue
-        run = make()
-        run(files[0][1])  # warm up caches
-        row = Row(label)
-        for item, audio in files:
-            started = time.perf_counter()
-            text, intent = run(audio)
-            row.latencies_ms.append((time.perf_counter() - started) * 1000)
-            verdict = judge(intent, item["expected"])
-            if item["kind"] == "command":
-                row.commands += 1
-                clean = item["snr_db"] is None
-                row.clean += clean
-                if verdict == "right":
-                    row.right += 1
-                    row.clean_right += clean
-                else:
-                    row.wrong += verdict == "wrong"
-                    got = f"{intent.name} {intent.data.get('entities')}" if intent else "-"
-                    row.misses.append(f"{item['file']}: {item['text']!r} heard {text!r} -> {got}")
-            else:
-                row.idle += 1
-                if verdict == "false":
-                    row.false_activations += 1
-                    row.misses.append(f"FALSE {item['file']}: heard {text!r} -> {intent.name}")
+        row = score(label, make(), files)
         results.append(row)
         print(f"# {label}: done", file=sys.stderr, flush=True)
 
-    commands = sum(i["kind"] == "command" for i in manifest["items"])
-    print(f"{args.set} set: {len(files)} files ({commands} commands, "
-          f"{len(files) - commands} chatter/no-speech), int8 CPU, tiny.en or as named")  # fmt: skip
-    header = [
-        "row",
-        "intent right (all)",
-        "clean",
-        "wrong",
-        "false act.",
-        "p50 ms",
-        "p90 ms",
-        "p99 ms",
-        "max ms",
-        "n",
-    ]
-    table = [header] + [r.table_cells() for r in results]
-    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    for line in table:
-        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
-    for row in results:
-        print(f"\n{row.label}: misses")
-        for miss in row.misses:
-            print(f"  {miss}")
-    if args.json:
-        print(json.dumps([r.__dict__ for r in results], default=str))
+    print_table(args.set, manifest, results, args.json)
     return 0
 
 
