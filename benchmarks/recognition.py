@@ -21,8 +21,9 @@ same files with the same model (bundled tiny.en, CTranslate2 int8, CPU; one row 
   search there, 0.8 limit; ``home_rescore_full``), the default with the full 30 s window,
   the default with Whisper
   base (``bundled:base``, multilingual, language pinned to en) instead of tiny.en, and the
-  default on the other engine, whisper-transformers (the same tiny.en converted, torch
-  float32 on the CPU; ``--device cuda`` puts it on a GPU).
+  default with CTranslate2 in float32 instead of int8, and the default on the other engine,
+  whisper-transformers (the same tiny.en converted, torch float32 on the CPU; ``--device
+  cuda`` puts it on a GPU, ``--torch-threads`` sets its CPU threads).
 
 A command is right when the intent name, every expected slot and the set of entities it acts
 on are right; chatter and no-speech files must give no intent (else: a false activation).
@@ -200,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--device", default="cpu", help="whisper-transformers' device (cpu, cuda, cuda:N)"
     )
+    parser.add_argument(
+        "--torch-threads", type=int, default=0, help="whisper-transformers' cpu_threads"
+    )
     args = parser.parse_args(argv)
     ensure_importable()
     from faster_whisper import WhisperModel
@@ -300,8 +304,9 @@ def main(argv: list[str] | None = None) -> int:
         "voiced: default, model=bundled:base (en)": lambda: voiced(
             True, True, model="bundled:base", language="en"
         ),
+        "voiced: default, compute_type=float32": lambda: voiced(True, True, compute_type="float32"),
         f"voiced: default on whisper-transformers ({args.device})": lambda: on_torch(
-            stages[True, True], args.device
+            stages[True, True], args.device, cpu_threads=args.torch_threads
         ),
     }
     only = [o.strip() for o in args.only.split(",") if o.strip()]
