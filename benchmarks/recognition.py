@@ -184,12 +184,38 @@ def peer_runner(stage: Any) -> Callable[[bytes], Any]:
     return peer
 
 
+def on_torch(stage: Any, device: str, **options: Any) -> Any:
+    """The default recognizer on whisper-transformers (torch, float32 on the CPU)."""
+    from voiced_plugins.asr_whisper.torch_engine import (
+        WhisperTransformersAsr,
+        WhisperTransformersOptions,
+    )
+
+    engine = WhisperTransformersAsr(
+        WhisperTransformersOptions(device=device, when_no_gpu="cpu", **options), App(stage)
+    )
+    engine.load()
+
+    def run(audio: bytes) -> Any:
+        transcript = engine.transcribe(audio)
+        if transcript.no_speech or not transcript.text.strip():
+            return transcript.text, None, transcript
+        return transcript.text, stage.recognize(transcript.text), transcript
+
+    run.stage = stage  # type: ignore[attr-defined]
+    return run
+
+
 def row_makers(
-    stages: dict[tuple[bool, bool], Any], stretch: float = 1.0
+    stages: dict[tuple[bool, bool], Any],
+    stretch: float = 1.0,
+    device: str = "cpu",
+    threads: int = 0,
 ) -> dict[str, Callable[[], Any]]:
     """Every row's label -> a maker of its ``run(audio) -> (text, intent, transcript)``;
     ``stretch``: the budget rows' budgets are multiplied by it (a machine that many times
-    slower than the one the budgets are meant for)."""
+    slower than the one the budgets are meant for); ``device``, ``threads``: the
+    whisper-transformers row's."""
     from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 
     def voiced(
@@ -262,6 +288,12 @@ def row_makers(
         "voiced: default, window=full": lambda: voiced(True, True, {"window": "full"}),
         "voiced: default, model=bundled:base (en)": lambda: voiced(
             True, True, {"model": "bundled:base", "language": "en"}
+        ),
+        "voiced: default, compute_type=float32": lambda: voiced(
+            True, True, {"compute_type": "float32"}
+        ),
+        f"voiced: default on whisper-transformers ({device})": lambda: on_torch(
+            stages[True, True], device, cpu_threads=threads
         ),
     }
     return rows
@@ -355,6 +387,12 @@ def main(argv: list[str] | None = None) -> int:
         "row at each (1: as measured; 0.5: a machine twice as fast) (budget_curve.py)",
     )
     parser.add_argument(
+        "--device", default="cpu", help="whisper-transformers' device (cpu, cuda, cuda:N)"
+    )
+    parser.add_argument(
+        "--torch-threads", type=int, default=0, help="whisper-transformers' cpu_threads"
+    )
+    parser.add_argument(
         "--stretch",
         type=float,
         default=1.0,
@@ -366,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average at start: {load_average()}", flush=True)
     if args.stretch != 1.0:
         print(f"budget rows: each budget x{args.stretch:g} (a machine that much slower)")
-    results = run_sets(sets, listed(args.only), args.stretch)
+    results = run_sets(sets, listed(args.only), args.stretch, args.device, args.torch_threads)
     print(f"load average at the end: {load_average()}; int8 CPU, tiny.en or as named")
     print_table(results + (totals(results) if len(sets) > 1 else []))
     for scale in listed(args.curve):
@@ -394,7 +432,11 @@ def listed(text: str) -> list[str]:
 
 
 def run_sets(
-    sets: list[tuple[str, dict[str, Any], Any]], only: list[str], stretch: float = 1.0
+    sets: list[tuple[str, dict[str, Any], Any]],
+    only: list[str],
+    stretch: float = 1.0,
+    device: str = "cpu",
+    threads: int = 0,
 ) -> list[tuple[str, Row]]:
     """Every row asked for (``only``: labels or their prefixes) on every set."""
     results: list[tuple[str, Row]] = []
@@ -403,7 +445,7 @@ def run_sets(
         commands = sum(i["kind"] == "command" for i in manifest["items"])
         print(f"{name} set: {len(files)} files ({commands} commands, "
               f"{len(files) - commands} chatter/no-speech)", flush=True)  # fmt: skip
-        makers = row_makers(intent_stages(manifest["home"]), stretch)
+        makers = row_makers(intent_stages(manifest["home"]), stretch, device, threads)
         for label, make in makers.items():
             if only and not any(chosen(label, o, makers) for o in only):
                 continue

@@ -13,12 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from voiced_plugins.asr_whisper.listen.options import RecognitionOptions
 from voiced_plugins.asr_whisper.torch_engine import (
     ROCM_WINDOW_BUCKETS,
+    WhisperTransformersAsr,
     bucket_window,
     later_engines,
 )
 
+from voiced.api.recognition import Decoder
 from voiced.config import Settings
 
 ROOT = Path(__file__).parents[1]
@@ -37,6 +40,12 @@ def test_fitted_windows_round_up_to_a_few_buckets():
     ]
     assert len({bucket_window(w, ROCM_WINDOW_BUCKETS) for w in range(5, 31)}) == 5
     assert bucket_window(7, ()) == 7
+
+
+def test_the_engine_offers_the_recognizers_decoder_and_takes_its_options():
+    engine = WhisperTransformersAsr()
+    assert isinstance(engine, Decoder)
+    assert isinstance(engine.options, RecognitionOptions)
 
 
 def test_the_engines_after_this_one_come_from_the_configured_chain():
@@ -103,8 +112,8 @@ def test_the_engine_rounds_windows_to_its_buckets_and_warms_each_up(tmp_path):
     transcript = engine.transcribe(steady_piper("Turn on the kitchen lights."))
     assert transcript.data["window_s"] == 10
     assert "kitchen" in transcript.text.lower()
-    timings = transcript.data["timings_ms"]
-    assert timings["encode"] > 0 and timings["decode"] > 0
+    first = transcript.data["decision"]["steps"][0]  # the encoder and the first decode
+    assert first["step"] == "first" and first["ms"] > 0
     # the GPU's feature path (log-mel on the device), taken here on the CPU: same words
     from voiced_plugins.asr_whisper.log_mel import LogMel
 

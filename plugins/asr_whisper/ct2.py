@@ -17,26 +17,23 @@ from pydantic import Field
 
 from voiced.api.devices import choose_ct2_device
 from voiced.api.intents import Transcript
-from voiced.api.recognition import Decode, Hypothesis, NextLogprobs
+from voiced.api.recognition import Decode, NextLogprobs
 
-from .choose import unique
 from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
-    compression_ratio,
     max_new_tokens,
     pcm16_to_float,
     window_seconds,
 )
 from .ct2_scoring import forced_scores, next_logprobs
-from .fallback import repetitive
 from .language import check_languages, pinned
 from .listen.driver import recognize
 from .listen.homes import Homes
 from .listen.options import RecognitionOptions
 from .listen.state import DRAFT, FULL, WARMUP, Plan
 from .models import ModelError, load_error, resolve_ct2
-from .segments import first_sentences, spoken_text
+from .readings import readings_decode, whisper_prompt
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +101,7 @@ class WhisperCt2Asr:
     def warm_home(self, home: Any, language: str | None) -> None:
         """Build ``home``'s token grammar for the constrained search now, off the hot path (a
         pool worker given a front end's home)."""
-        if self.options.home_rescore and self.options.home_constrained:
+        if self.options.recognition.searches:
             language = pinned(self.name, language, self.options.language, self.multilingual)
             self.homes.grammar(language, home)
 
@@ -227,12 +224,7 @@ class WhisperCt2Asr:
         model = self._model
         tokenizer = self._tokenizer(language)
         timestamps = window < FULL_WINDOW_S  # to drop what is decoded past the audio
-        prompt = list(tokenizer.sot_sequence)
-        if prompt_text:
-            words = tokenizer.encode(" " + prompt_text.strip())[-(model.max_length // 2 - 1) :]
-            prompt = [tokenizer.sot_prev, *words, *prompt]
-        if not timestamps:
-            prompt.append(tokenizer.no_timestamps)
+        prompt = whisper_prompt(tokenizer, prompt_text, timestamps, model.max_length)
         budget = max_new_tokens(seconds, model.max_length - len(prompt))
         if temperature > 0:
             search = {
@@ -253,31 +245,19 @@ class WhisperCt2Asr:
             suppress_tokens=list(get_suppressed_tokens(tokenizer, [-1])),
             **search,
         )[0]
-        decoded = []
-        for tokens, score in zip(result.sequences_ids, result.scores, strict=True):
-            avg_logprob = score * len(tokens) / (len(tokens) + 1)
-            if timestamps:
-                text, cut = spoken_text(
-                    tokens, tokenizer.timestamp_begin, seconds, tokenizer.decode
-                )
-            else:
-                text, cut = first_sentences(tokenizer.decode(tokens))
-            decoded.append((float(avg_logprob), text, int(cut), tokens))
-        decoded.sort(key=lambda d: -d[0])  # samples come in no particular order
-        avg_logprob, _, dropped, tokens = decoded[0]
-        text_tokens = [t for t in tokens if t < tokenizer.eot]
-        loop = ""
-        if len(tokens) >= budget:
-            loop = "spent its whole token budget (a loop)"
-        elif repetitive(text_tokens):
-            loop = f"a loop: {len(set(text_tokens))} distinct of {len(text_tokens)} tokens"
-        return Decode(
-            unique([Hypothesis(text, lp) for lp, text, _, _ in decoded])[:count],
-            float(result.no_speech_prob),
-            dropped,
+        readings = [
+            (tokens, score * len(tokens) / (len(tokens) + 1))  # the end of text counted
+            for tokens, score in zip(result.sequences_ids, result.scores, strict=True)
+        ]
+        return readings_decode(
+            readings,
+            tokenizer,
+            seconds,
+            timestamps,
+            budget,
+            result.no_speech_prob,
             temperature,
-            compression_ratio(tokenizer.decode(text_tokens)),
-            loop,
+            count,
         )
 
     def _long_form(
