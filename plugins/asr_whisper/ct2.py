@@ -101,9 +101,7 @@ class WhisperCt2Asr:
     def warm_home(self, home: Any, language: str | None) -> None:
         """Build ``home``'s token grammar for the constrained search now, off the hot path (a
         pool worker given a front end's home)."""
-        if self.options.recognition.searches:
-            language = pinned(self.name, language, self.options.language, self.multilingual)
-            self.homes.grammar(language, home)
+        self.homes.warm(self.options, home, language)
 
     def close(self) -> None:
         self._model = None

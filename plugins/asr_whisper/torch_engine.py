@@ -253,6 +253,11 @@ class WhisperTransformersAsr:
         if self.device.startswith("cuda"):
             self._torch.cuda.synchronize(self.device)
 
+    def warm_home(self, home: Any, language: str | None) -> None:
+        """Build ``home``'s token grammar for the constrained search now, off the hot path (a
+        pool worker given a front end's home)."""
+        self.homes.warm(self.options, home, language)
+
     def close(self) -> None:
         self.model = None
         self._calls = None

@@ -51,3 +51,11 @@ class Homes:
                 continue  # detected per utterance: no grammar to guess
             language = pinned(self.decoder.name, requested, options.language, multilingual)
             self.grammar(language, self.home(language))
+
+    def warm(self, options: RecognitionOptions, home: Any, language: str | None) -> None:
+        """``home``'s token grammar for the constrained search, built now (a pool worker given
+        a front end's home), when the options search."""
+        if options.recognition.searches:
+            decoder = self.decoder
+            language = pinned(decoder.name, language, options.language, decoder.multilingual)
+            self.grammar(language, home)
