@@ -333,52 +333,60 @@ def summarize(results: list[dict[str, Any]], label: str = "e2e") -> list[Row]:
 
 
 def quality_rows(results: list[dict[str, Any]], label: str) -> list[Row]:
-    rows = []
+    """The WER rows (all files, by noise level, by voice) and the intent accuracy row."""
+    rows = [_wer_row(label, name, group) for name, group in _quality_groups(results) if group]
+    rows.append(_intent_accuracy_row(label, results))
+    return rows
+
+
+def _quality_groups(results: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The files as groups to report WER on: all, each noise level (clean first), each voice."""
     groups: list[tuple[str, list[dict[str, Any]]]] = [("all files", results)]
     for snr in sorted({r["snr_db"] for r in results}, key=lambda s: -1 if s is None else s):
         name = "clean" if snr is None else f"noise {snr:g} dB SNR"
         groups.append((name, [r for r in results if r["snr_db"] == snr]))
     for voice in sorted({r["voice"] for r in results}):
         groups.append((f"voice {voice}", [r for r in results if r["voice"] == voice]))
-    for name, group in groups:
-        if not group:
-            continue
-        refs = [r["expected"] for r in group]
-        wer = word_error_rate(refs, [r["heard"] for r in group])
-        peer = ""
-        if all("direct_heard" in r for r in group):
-            direct = word_error_rate(refs, [r["direct_heard"] for r in group])
-            peer = f"direct faster-whisper {direct.wer * 100:.1f}%"
-        rows.append(
-            Row(
-                label,
-                f"WER, {name}",
-                "%",
-                round(wer.wer * 100, 2),
-                runs=len(group),
-                peer=peer,
-                note=f"{wer.errors} errors / {wer.words} words ({wer.engine}); intents "
-                f"{sum(r['intent_ok'] for r in group)}/{len(group)} right",
-            )
-        )
+    return groups
+
+
+def _wer_row(label: str, name: str, group: list[dict[str, Any]]) -> Row:
+    """The WER row of one group of files, with direct faster-whisper's as the peer."""
+    refs = [r["expected"] for r in group]
+    wer = word_error_rate(refs, [r["heard"] for r in group])
+    peer = ""
+    if all("direct_heard" in r for r in group):
+        direct = word_error_rate(refs, [r["direct_heard"] for r in group])
+        peer = f"direct faster-whisper {direct.wer * 100:.1f}%"
+    return Row(
+        label,
+        f"WER, {name}",
+        "%",
+        round(wer.wer * 100, 2),
+        runs=len(group),
+        peer=peer,
+        note=f"{wer.errors} errors / {wer.words} words ({wer.engine}); intents "
+        f"{sum(r['intent_ok'] for r in group)}/{len(group)} right",
+    )
+
+
+def _intent_accuracy_row(label: str, results: list[dict[str, Any]]) -> Row:
+    """The end-to-end intent accuracy row, with direct faster-whisper + hassil as the peer."""
     ok = sum(r["intent_ok"] for r in results)
     names = sum(r["intent_name_ok"] for r in results)
     peer = ""
     if all("direct_intent_ok" in r for r in results):
         direct_ok = sum(r["direct_intent_ok"] for r in results)
         peer = f"direct faster-whisper + hassil {100 * direct_ok / len(results):.1f}%"
-    rows.append(
-        Row(
-            label,
-            "intent accuracy (name + slots), end to end",
-            "%",
-            round(100 * ok / len(results), 1),
-            runs=len(results),
-            peer=peer,
-            note=f"{ok}/{len(results)}; intent name alone {names}/{len(results)}",
-        )
+    return Row(
+        label,
+        "intent accuracy (name + slots), end to end",
+        "%",
+        round(100 * ok / len(results), 1),
+        runs=len(results),
+        peer=peer,
+        note=f"{ok}/{len(results)}; intent name alone {names}/{len(results)}",
     )
-    return rows
 
 
 def direct_peer(items: list[dict[str, Any]], folder: Path) -> list[dict[str, Any]]:
@@ -419,7 +427,27 @@ def early_commit_rows(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> li
     off_median = statistics.median(b for _, b in pairs)
     early = sum(1 for r in on if r.get("vad_reason") == "early-commit")
     ok_on, ok_off = sum(r["intent_ok"] for r in on), sum(r["intent_ok"] for r in off)
-    rows = []
+    return [
+        *_committed_early_rows(on, off, key),
+        Row(
+            "e2e",
+            "early commit on / off: speech end -> first answer audio (medians, same run)",
+            "x",
+            round(on_median / off_median, 3),
+            runs=len(pairs),
+            peer=f"on {on_median * 1000:.0f} ms, off {off_median * 1000:.0f} ms",
+            note=f"committed early {early}/{len(on)}; intents right on {ok_on}, off {ok_off}",
+        ),
+    ]
+
+
+def _committed_early_rows(
+    on: list[dict[str, Any]], off: list[dict[str, Any]], key: str
+) -> list[Row]:
+    """The on / off latency ratio of the files committed early, and of those of them whose
+    answer was cached."""
+    import statistics
+
     committed = [
         (a[key], b[key])
         for a, b in zip(on, off, strict=True)
@@ -431,6 +459,7 @@ def early_commit_rows(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> li
         if a.get("vad_reason") == "early-commit" and a.get("answer_cached") and a.get(key)
         if b.get(key)
     ]
+    rows = []
     for what, group in (("committed early", committed), ("committed early, cached answer", cached)):
         if not group:
             continue
@@ -446,18 +475,7 @@ def early_commit_rows(on: list[dict[str, Any]], off: list[dict[str, Any]]) -> li
                 peer=f"on {c_on * 1000:.0f} ms, off {c_off * 1000:.0f} ms",
             )
         )
-    return [
-        *rows,
-        Row(
-            "e2e",
-            "early commit on / off: speech end -> first answer audio (medians, same run)",
-            "x",
-            round(on_median / off_median, 3),
-            runs=len(pairs),
-            peer=f"on {on_median * 1000:.0f} ms, off {off_median * 1000:.0f} ms",
-            note=f"committed early {early}/{len(on)}; intents right on {ok_on}, off {ok_off}",
-        ),
-    ]
+    return rows
 
 
 async def pause_slice(pipeline: Any, recorder: Recorder) -> tuple[list[Row], list[dict]]:
@@ -500,6 +518,7 @@ async def run(
     folder: Path | None = None,
     compare: bool = True,
 ) -> Section:
+    """The e2e section: every test file through the daemon, early commit on and off."""
     from benchmarks import testset
 
     folder = folder or testset.DEFAULT_DIR
@@ -514,62 +533,25 @@ async def run(
     try:
         for item in items[:warmup]:
             await feed_file(pipeline, recorder, item, folder)
-        for item in items:
-            for mode in modes:  # in turns, so the machine's load hits both alike
-                set_early_commit(pipeline, mode)
-                result = await feed_file(pipeline, recorder, item, folder)
-                by_mode[mode].append(result)
-                print(
-                    f"  e2e early={'on ' if mode else 'off'} {result['file']:<32} heard "
-                    f"{result['heard']!r:<48} intent {'ok' if result['intent_ok'] else 'MISS'} "
-                    f"{result.get('vad_reason')} speech end -> first audio "
-                    f"{1000 * (result.get('speech_end_to_first_audio') or float('nan')):.0f} ms"
-                    f" answer {result.get('answer')!r}"
-                    f"{' (cached)' if result['answer_cached'] else ''}"
-                    f" {result.get('speculations')}",
-                    file=sys.stderr,
-                )
-                for entry in result.get("speculation_log", []):
-                    print(f"      pass {describe_pass(entry)}", file=sys.stderr)
+        await _feed_in_turns(pipeline, recorder, items, folder, by_mode)
         if compare:
             slice_rows, judged = await pause_slice(pipeline, recorder)
     finally:
         await pipeline.stop()
     results = by_mode[modes[0]]
     asr = [e.data.get("engine") for e in recorder.events if e.type == "transcript"]
-    peer = direct_peer(items, folder)
-    for mode_results in by_mode.values():
-        for result, direct in zip(mode_results, peer, strict=True):
-            result["direct_heard"] = direct["heard"]
-            result["direct_intent_ok"] = direct["intent_ok"]
-    rejected = [r for r in results if r["asr_rejected"]]
+    _add_direct_peer(by_mode, direct_peer(items, folder))
+    rejected = _rejected_note(results)
     if rejected:
-        section.notes.append(
-            f"the ASR engine rejected its own transcript for {len(rejected)} of {len(results)} "
-            f"files (e.g. {rejected[0]['asr_rejected'][0]['reason']}); those count as not heard"
-        )
+        section.notes.append(rejected)
     section.rows = [
         Row("e2e", "daemon start: load + warm-up of every stage", "ms", load_s * 1000, runs=1)
     ]
-    for mode, mode_results in by_mode.items():
-        label = f"e2e early commit {'on' if mode else 'off'}" if compare else "e2e"
-        section.rows += summarize(mode_results, label)
-        for line in slowest(mode_results, "speech_end_to_first_audio", slow_step):
-            section.notes.append(f"{label} slowest speech end -> first audio: {line}")
+    _add_mode_rows(section, by_mode, compare)
     if compare:
         section.rows += early_commit_rows(by_mode[True], by_mode[False]) + slice_rows
     section.results = {
-        "by_voice": {
-            voice: {
-                "files": len(group),
-                "wer": word_error_rate(
-                    [r["expected"] for r in group], [r["heard"] for r in group]
-                ).wer,
-                "intents_right": sum(r["intent_ok"] for r in group),
-            }
-            for voice in sorted({r["voice"] for r in results})
-            if (group := [r for r in results if r["voice"] == voice])
-        },
+        "by_voice": _by_voice(results),
         "files": len(results),
         "warmup_files": warmup,
         "asr_engine": asr[0] if asr else None,
@@ -581,6 +563,82 @@ async def run(
         section.results["early_commit_off"] = by_mode[False]
         section.results["pause_slice"] = judged
     return section
+
+
+async def _feed_in_turns(
+    pipeline: Any,
+    recorder: Recorder,
+    items: list[dict[str, Any]],
+    folder: Path,
+    by_mode: dict[bool, list[dict[str, Any]]],
+) -> None:
+    """Each file through the daemon in every early commit mode, in turns (so the machine's
+    load hits both alike); the results into ``by_mode``, a line each on stderr."""
+    for item in items:
+        for mode in by_mode:
+            set_early_commit(pipeline, mode)
+            result = await feed_file(pipeline, recorder, item, folder)
+            by_mode[mode].append(result)
+            _print_result(mode, result)
+
+
+def _print_result(mode: bool, result: dict[str, Any]) -> None:
+    """One file's result (and its speculation passes) on stderr."""
+    print(
+        f"  e2e early={'on ' if mode else 'off'} {result['file']:<32} heard "
+        f"{result['heard']!r:<48} intent {'ok' if result['intent_ok'] else 'MISS'} "
+        f"{result.get('vad_reason')} speech end -> first audio "
+        f"{1000 * (result.get('speech_end_to_first_audio') or float('nan')):.0f} ms"
+        f" answer {result.get('answer')!r}"
+        f"{' (cached)' if result['answer_cached'] else ''}"
+        f" {result.get('speculations')}",
+        file=sys.stderr,
+    )
+    for entry in result.get("speculation_log", []):
+        print(f"      pass {describe_pass(entry)}", file=sys.stderr)
+
+
+def _add_direct_peer(by_mode: dict[bool, list[dict[str, Any]]], peer: list[dict[str, Any]]) -> None:
+    """Put the direct peer's transcript and intent verdict beside each file's result."""
+    for mode_results in by_mode.values():
+        for result, direct in zip(mode_results, peer, strict=True):
+            result["direct_heard"] = direct["heard"]
+            result["direct_intent_ok"] = direct["intent_ok"]
+
+
+def _rejected_note(results: list[dict[str, Any]]) -> str | None:
+    """A note on the files whose transcript the ASR engine rejected; None when none was."""
+    rejected = [r for r in results if r["asr_rejected"]]
+    if not rejected:
+        return None
+    return (
+        f"the ASR engine rejected its own transcript for {len(rejected)} of {len(results)} "
+        f"files (e.g. {rejected[0]['asr_rejected'][0]['reason']}); those count as not heard"
+    )
+
+
+def _add_mode_rows(
+    section: Section, by_mode: dict[bool, list[dict[str, Any]]], compare: bool
+) -> None:
+    """Each mode's summary rows, and notes on its slowest files."""
+    for mode, mode_results in by_mode.items():
+        label = f"e2e early commit {'on' if mode else 'off'}" if compare else "e2e"
+        section.rows += summarize(mode_results, label)
+        for line in slowest(mode_results, "speech_end_to_first_audio", slow_step):
+            section.notes.append(f"{label} slowest speech end -> first audio: {line}")
+
+
+def _by_voice(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Files, WER and intents right for each voice."""
+    return {
+        voice: {
+            "files": len(group),
+            "wer": word_error_rate([r["expected"] for r in group], [r["heard"] for r in group]).wer,
+            "intents_right": sum(r["intent_ok"] for r in group),
+        }
+        for voice in sorted({r["voice"] for r in results})
+        if (group := [r for r in results if r["voice"] == voice])
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

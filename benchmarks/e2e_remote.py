@@ -186,6 +186,7 @@ async def run(limit: int | None = None) -> Section:
 
 
 def rows(results: dict[bool, list[dict[str, Any]]]) -> list[Row]:
+    """Each measure's latency rows for early commit on and off, and their ratios."""
     out: list[Row] = []
     measures = [
         ("wyoming_first_audio", "Wyoming satellite: speech end -> first answer audio-chunk"),
@@ -204,38 +205,48 @@ def rows(results: dict[bool, list[dict[str, Any]]]) -> list[Row]:
             note = f"{missing} of {len(results[on])} files never got there" if missing else ""
             out.append(Row.of(label, what, "ms", stats(values), note=note))
         if len(medians) == 2:
-            pairs = [
-                (a[key], b[key])
-                for a, b in zip(results[True], results[False], strict=True)
-                if a["reason"] == "early-commit" and a.get(key) and b.get(key)
-            ]
-            if pairs:
-                on = statistics.median(a for a, _ in pairs)
-                off = statistics.median(b for _, b in pairs)
-                out.append(
-                    Row(
-                        "remote",
-                        f"early commit on / off, the files it committed early: {what}",
-                        "x",
-                        round(on / off, 3),
-                        runs=len(pairs),
-                        peer=f"on {on * 1000:.0f} ms, off {off * 1000:.0f} ms",
-                    )
-                )
-            early = sum(r["reason"] == "early-commit" for r in results[True])
-            out.append(
-                Row(
-                    "remote",
-                    f"early commit on / off: {what} (medians, same run)",
-                    "x",
-                    round(medians[True] / medians[False], 3),
-                    runs=len(results[True]),
-                    peer=f"on {medians[True] * 1000:.0f} ms, off {medians[False] * 1000:.0f} ms",
-                    note=f"committed early {early}/{len(results[True])}; intents right on "
-                    f"{sum(r['intent_ok'] for r in results[True])}, off "
-                    f"{sum(r['intent_ok'] for r in results[False])}",
-                )
+            out += _ratio_rows(results, key, what, medians)
+    return out
+
+
+def _ratio_rows(
+    results: dict[bool, list[dict[str, Any]]], key: str, what: str, medians: dict[bool, float]
+) -> list[Row]:
+    """Early commit on / off for one measure: over the files it committed early, and over
+    all files (medians)."""
+    out: list[Row] = []
+    pairs = [
+        (a[key], b[key])
+        for a, b in zip(results[True], results[False], strict=True)
+        if a["reason"] == "early-commit" and a.get(key) and b.get(key)
+    ]
+    if pairs:
+        on = statistics.median(a for a, _ in pairs)
+        off = statistics.median(b for _, b in pairs)
+        out.append(
+            Row(
+                "remote",
+                f"early commit on / off, the files it committed early: {what}",
+                "x",
+                round(on / off, 3),
+                runs=len(pairs),
+                peer=f"on {on * 1000:.0f} ms, off {off * 1000:.0f} ms",
             )
+        )
+    early = sum(r["reason"] == "early-commit" for r in results[True])
+    out.append(
+        Row(
+            "remote",
+            f"early commit on / off: {what} (medians, same run)",
+            "x",
+            round(medians[True] / medians[False], 3),
+            runs=len(results[True]),
+            peer=f"on {medians[True] * 1000:.0f} ms, off {medians[False] * 1000:.0f} ms",
+            note=f"committed early {early}/{len(results[True])}; intents right on "
+            f"{sum(r['intent_ok'] for r in results[True])}, off "
+            f"{sum(r['intent_ok'] for r in results[False])}",
+        )
+    )
     return out
 
 

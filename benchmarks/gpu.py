@@ -32,7 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -228,6 +228,27 @@ def asr_engines(spec: str, ct2_dir: str, device: str) -> dict[str, Any]:
     return {"engines": engines, "errors": errors}
 
 
+def _timed_calls(
+    call: Callable[[bytes], tuple[str, int | None]], audio: list[tuple[str, bytes]], runs: int
+) -> tuple[float, list[float], list[str], dict[int, list[float]]]:
+    """One engine on every file ``runs`` times after a first call: (the first call's seconds,
+    each call's seconds, each file's last text, the seconds by encoder window)."""
+    started = time.perf_counter()
+    call(audio[0][1])  # the first command after load; then warm
+    first = time.perf_counter() - started
+    times, texts = [], []
+    by_window: dict[int, list[float]] = {}
+    for _text, pcm in audio:
+        for _ in range(runs):
+            started = time.perf_counter()
+            out, window = call(pcm)
+            times.append(time.perf_counter() - started)
+            if window:
+                by_window.setdefault(window, []).append(times[-1])
+        texts.append(out)
+    return first, times, texts, by_window
+
+
 def asr_table(device: str, files: int, runs: int) -> Section:
     from benchmarks.wer import word_error_rate
 
@@ -246,19 +267,7 @@ def asr_table(device: str, files: int, runs: int) -> Section:
             section.notes.append(f"{label} {name}: not run ({error})")
         peer_median = None
         for name, call in made["engines"].items():
-            started = time.perf_counter()
-            call(audio[0][1])  # the first command after load; then warm
-            first = time.perf_counter() - started
-            times, texts = [], []
-            by_window: dict[int, list[float]] = {}
-            for _text, pcm in audio:
-                for _ in range(runs):
-                    started = time.perf_counter()
-                    out, window = call(pcm)
-                    times.append(time.perf_counter() - started)
-                    if window:
-                        by_window.setdefault(window, []).append(times[-1])
-                texts.append(out)
+            first, times, texts, by_window = _timed_calls(call, audio, runs)
             summary = stats(times)
             wer = word_error_rate([t for t, _ in audio], texts)
             is_peer = name.startswith("faster-whisper direct")

@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +30,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from asr import COMMANDS, word_errors  # noqa: E402
+
+if TYPE_CHECKING:
+    from voiced.accel import DeviceChoice
 
 
 def speech(text: str) -> tuple[bytes, str]:
@@ -68,6 +72,27 @@ def timed(call: Callable[[bytes], str], pcm: bytes, runs: int) -> tuple[list[flo
     return times, text
 
 
+class _Engines:
+    """The engines to time: label -> callable(pcm) -> text, and each one's load seconds."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, Callable[[bytes], str]] = {}
+        self.loads: dict[str, float] = {}
+
+    def add(self, label: str, make: Callable[[], object]) -> None:
+        """Make and load an engine; one that fails to load is reported and left out."""
+        started = time.perf_counter()
+        try:
+            engine = make()
+            engine.load()
+        except Exception as exc:
+            print(f"# {label}: failed to load: {type(exc).__name__}: {exc}")
+            return
+        self.loads[label] = round(time.perf_counter() - started, 2)
+        self.calls[label] = lambda pcm, e=engine: e.transcribe(pcm).text
+        print(f"# {label}: loaded in {self.loads[label]} s on {engine.device}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description="Whisper GPU benchmark for voiced")
     parser.add_argument("--runs", type=int, default=10)
@@ -86,32 +111,45 @@ def main() -> int:
     except accel.DeviceError as exc:
         print(f"# ct2: {exc}")
 
-    from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
     from voiced_plugins.asr_whisper.models import bundled_ct2_dir, converted
-    from voiced_plugins.asr_whisper.torch_engine import (
-        WhisperTransformersAsr,
-        WhisperTransformersOptions,
-    )
 
     cache = Path(os.environ.get("VOICED_CACHE_DIR") or tempfile.mkdtemp(prefix="voiced-gpu-"))
     started = time.perf_counter()
     converted(bundled_ct2_dir("tiny.en"), cache / "whisper-tiny.en-transformers")
     print(f"# converted bundled tiny.en in {time.perf_counter() - started:.1f} s into {cache}")
 
-    engines: dict[str, Callable[[bytes], str]] = {}
-    loads: dict[str, float] = {}
+    engines = _Engines()
+    ct2_cuda = facts["ctranslate2"]["cuda_device_count"] > 0
+    _add_engines(engines, torch_choice, ct2_cuda, cache)
+    peer = _add_direct_peer(engines, ct2_cuda)
+    rows = _measure(engines, args.runs)
+    for row in rows:
+        ref = next((r for r in rows if r["audio"] == row["audio"] and r["engine"] == peer), row)
+        row["ratio"] = round(row["median_ms"] / ref["median_ms"], 2)
 
-    def add(label: str, make: Callable[[], object]) -> None:
-        started = time.perf_counter()
-        try:
-            engine = make()
-            engine.load()
-        except Exception as exc:
-            print(f"# {label}: failed to load: {type(exc).__name__}: {exc}")
-            return
-        loads[label] = round(time.perf_counter() - started, 2)
-        engines[label] = lambda pcm, e=engine: e.transcribe(pcm).text
-        print(f"# {label}: loaded in {loads[label]} s on {engine.device}")
+    result = {"probes": facts, "loads_s": engines.loads, "rows": rows}
+    if out_dir := os.environ.get("OUT"):
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        Path(out_dir, "gpu_asr.json").write_text(json.dumps(result, indent=1))
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    _print_table(rows, args.runs, peer)
+    return 0
+
+
+def _add_engines(
+    engines: _Engines, torch_choice: DeviceChoice, ct2_cuda: bool, cache: Path
+) -> None:
+    """voiced's engines: transformers on the GPU (float16, bfloat16 where it has it; fitted and
+    full window), ct2 on CUDA when it sees the device, then both on the CPU."""
+    from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
+    from voiced_plugins.asr_whisper.torch_engine import (
+        WhisperTransformersAsr,
+        WhisperTransformersOptions,
+    )
+
+    from voiced import accel
 
     gpu = torch_choice.device.startswith("cuda")
     if gpu:
@@ -120,7 +158,7 @@ def main() -> int:
             dtypes.append("bfloat16")
         for dtype in dtypes:
             for window in ("fit", "full"):
-                add(
+                engines.add(
                     f"transformers {torch_choice.backend} {dtype} {window}",
                     lambda d=dtype, w=window: WhisperTransformersAsr(
                         WhisperTransformersOptions(
@@ -130,24 +168,27 @@ def main() -> int:
                 )
     else:
         print("# no GPU for torch: timing the CPU path only")
-    ct2_cuda = facts["ctranslate2"]["cuda_device_count"] > 0
     if ct2_cuda:
         for window in ("fit", "full"):
-            add(
+            engines.add(
                 f"ct2 cuda float16 {window}",
                 lambda w=window: WhisperCt2Asr(WhisperCt2Options(device="cuda", window=w)),
             )
-    add("ct2 cpu int8 fit", lambda: WhisperCt2Asr(WhisperCt2Options(device="cpu")))
-    add(
+    engines.add("ct2 cpu int8 fit", lambda: WhisperCt2Asr(WhisperCt2Options(device="cpu")))
+    engines.add(
         "transformers cpu fp32 fit",
         lambda: WhisperTransformersAsr(
             WhisperTransformersOptions(device="cpu", cache_dir=str(cache))
         ),
     )
 
-    import faster_whisper
 
-    peer = ""
+def _add_direct_peer(engines: _Engines, ct2_cuda: bool) -> str:
+    """The peer, faster-whisper called directly (on CUDA when CTranslate2 sees it, else the
+    CPU); its label ("" when none loads)."""
+    import faster_whisper
+    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
+
     for device, compute in (("cuda", "float16"), ("cpu", "int8")):
         if device == "cuda" and not ct2_cuda:
             continue
@@ -160,15 +201,19 @@ def main() -> int:
             print(f"# faster-whisper on {device} failed: {type(exc).__name__}: {exc}")
             continue
         peer = f"faster-whisper direct {device} {compute}"
-        engines[peer] = lambda pcm, m=direct: direct_call(m, pcm)
-        break
+        engines.calls[peer] = lambda pcm, m=direct: direct_call(m, pcm)
+        return peer
+    return ""
 
+
+def _measure(engines: _Engines, runs: int) -> list[dict[str, Any]]:
+    """A row for each command length and engine: latency, RTF and WER."""
     rows = []
     for length, text in COMMANDS.items():
         pcm, voice = speech(text)
         seconds = len(pcm) / 32000
-        for name, call in engines.items():
-            times, out = timed(call, pcm, args.runs)
+        for name, call in engines.calls.items():
+            times, out = timed(call, pcm, runs)
             errors, total = word_errors(text, out) if voice != "sample.wav" else (0, 1)
             rows.append(
                 {
@@ -184,18 +229,12 @@ def main() -> int:
                     "text": out,
                 }
             )
-    for row in rows:
-        ref = next((r for r in rows if r["audio"] == row["audio"] and r["engine"] == peer), row)
-        row["ratio"] = round(row["median_ms"] / ref["median_ms"], 2)
+    return rows
 
-    result = {"probes": facts, "loads_s": loads, "rows": rows}
-    if out_dir := os.environ.get("OUT"):
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        Path(out_dir, "gpu_asr.json").write_text(json.dumps(result, indent=1))
-    if args.json:
-        print(json.dumps(result, indent=1))
-        return 0
-    print(f"\n{args.runs} runs after warm-up; ratio is against '{peer}'")
+
+def _print_table(rows: list[dict[str, Any]], runs: int, peer: str) -> None:
+    """The rows as a table."""
+    print(f"\n{runs} runs after warm-up; ratio is against '{peer}'")
     print(
         f"{'audio':>6} {'engine':34} {'median ms':>10} {'min-max ms':>15} {'RTF':>7} "
         f"{'x peer':>7} {'WER':>5}"
@@ -206,7 +245,6 @@ def main() -> int:
             f"{r['min_ms']:>7.1f}-{r['max_ms']:<7.1f} {r['rtf']:>7.4f} {r['ratio']:>6.2f}x "
             f"{r['wer']:>5.2f}"
         )
-    return 0
 
 
 if __name__ == "__main__":

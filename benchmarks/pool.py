@@ -181,20 +181,9 @@ def measure_level(
     return latencies
 
 
-def run_pool(
-    sites: list[int], workers: list[int], rounds: int, commands: int, period: float
-) -> Section:
-    ensure_importable()
-    from voiced_plugins.asr_pool.frontend import MqttPoolAsr
-    from voiced_plugins.asr_pool.options import PoolOptions
+def _in_process_costs(utterances: list[bytes]) -> list[float]:
+    """Seconds of each in-process tiny.en transcription, three passes over the utterances."""
     from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
-
-    from benchmarks import testset
-    from voiced.audio import read_pipeline_audio
-
-    manifest = testset.build(testset.DEFAULT_DIR)
-    items = [i for i in manifest["items"] if i.get("intent")][:commands]
-    utterances = [read_pipeline_audio(testset.DEFAULT_DIR / i["file"]) for i in items]
 
     local = WhisperCt2Asr(WhisperCt2Options(), None)
     local.load()
@@ -205,7 +194,108 @@ def run_pool(
             local.transcribe(audio)
             per_utterance[index].append(time.perf_counter() - started)
     local.close()
-    costs = [t for times in per_utterance for t in times]
+    return [t for times in per_utterance for t in times]
+
+
+def _measure_workers(
+    section: Section,
+    folder: Path,
+    broker: Broker,
+    w: int,
+    utterances: list[bytes],
+    sites: list[int],
+    rounds: int,
+    c: float,
+) -> list[dict[str, Any]]:
+    """Start ``w`` workers and a front end, time each site level (rows and a note into
+    ``section``); the latencies measured. The workers are stopped after."""
+    from voiced_plugins.asr_pool.frontend import MqttPoolAsr
+    from voiced_plugins.asr_pool.options import PoolOptions
+
+    measured: list[dict[str, Any]] = []
+    procs = start_workers(folder, broker, w)
+    options = PoolOptions.model_validate({**broker.pool_options(), "client_id": f"bench-front-{w}"})
+    front = MqttPoolAsr(options, None)
+    front.load()
+    try:
+        deadline = time.monotonic() + 180
+        while len(front.online_workers()) < w:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {front.online_workers()} came online")
+            time.sleep(0.2)
+        measure_level(front, utterances, 1, 1)  # warm-up
+        single: float | None = None
+        for n in sites:
+            pairs = measure_level(front, utterances, n, rounds)
+            lat = [x for _, x in pairs]
+            summary = stats(lat)
+            single = single or summary["median"]
+            measured.append({"workers": w, "sites": n, "latency_s": lat})
+            section.rows.append(
+                Row.of(
+                    "pool",
+                    f"W={w} workers, N={n} sites at once: publish -> answer",
+                    "ms",
+                    summary,
+                    peer=f"{summary['median'] / c:.2f}x in-process, "
+                    f"{summary['median'] / single:.2f}x N={sites[0]}",
+                )
+            )
+            print(f"  pool W={w} N={n}: median {summary['median']:.3f} s", file=sys.stderr)
+        dropped = front.stats.duplicates_dropped + front.stats.late_dropped
+        section.notes.append(
+            f"W={w}: {front.stats.answered}/{front.stats.jobs} answered, "
+            f"{dropped} duplicate/late answers dropped, {front.stats.resent} resent"
+        )
+    finally:
+        front.close()
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(30)
+    return measured
+
+
+def _model_rows(c: float, period: float) -> list[Row]:
+    """The capacity model's rows for 1-8 workers: burst and Poisson arrivals."""
+    rows = []
+    for w in (1, 2, 3, 4, 8):
+        rows.append(
+            Row(
+                "pool-model",
+                f"W={w} workers (own cores): sites talking at once within {BUDGET_S * 1000:.0f} ms",
+                "sites",
+                burst_capacity(w, c),
+                note=f"burst, c = {c * 1000:.0f} ms per utterance",
+            )
+        )
+        rows.append(
+            Row(
+                "pool-model",
+                f"W={w} workers: sites at one command per {period:.0f} s each, p95 wait < "
+                f"{BUDGET_S * 1000:.0f} ms",
+                "sites",
+                random_capacity(w, c, period),
+                note="Poisson arrivals, simulated (seeded)",
+            )
+        )
+    return rows
+
+
+def run_pool(
+    sites: list[int], workers: list[int], rounds: int, commands: int, period: float
+) -> Section:
+    """The pool section: the in-process cost (the peer), the pool measured at each worker
+    count and site level, and the capacity model's rows."""
+    ensure_importable()
+    from benchmarks import testset
+    from voiced.audio import read_pipeline_audio
+
+    manifest = testset.build(testset.DEFAULT_DIR)
+    items = [i for i in manifest["items"] if i.get("intent")][:commands]
+    utterances = [read_pipeline_audio(testset.DEFAULT_DIR / i["file"]) for i in items]
+
+    costs = _in_process_costs(utterances)
     cost = stats(costs)
     c = cost["median"]
 
@@ -219,72 +309,13 @@ def run_pool(
         broker = Broker(folder)
         try:
             for w in workers:
-                procs = start_workers(folder, broker, w)
-                options = PoolOptions.model_validate(
-                    {**broker.pool_options(), "client_id": f"bench-front-{w}"}
+                measured += _measure_workers(
+                    section, folder, broker, w, utterances, sites, rounds, c
                 )
-                front = MqttPoolAsr(options, None)
-                front.load()
-                try:
-                    deadline = time.monotonic() + 180
-                    while len(front.online_workers()) < w:
-                        if time.monotonic() > deadline:
-                            raise RuntimeError(f"only {front.online_workers()} came online")
-                        time.sleep(0.2)
-                    measure_level(front, utterances, 1, 1)  # warm-up
-                    single: float | None = None
-                    for n in sites:
-                        pairs = measure_level(front, utterances, n, rounds)
-                        lat = [x for _, x in pairs]
-                        summary = stats(lat)
-                        single = single or summary["median"]
-                        measured.append({"workers": w, "sites": n, "latency_s": lat})
-                        section.rows.append(
-                            Row.of(
-                                "pool",
-                                f"W={w} workers, N={n} sites at once: publish -> answer",
-                                "ms",
-                                summary,
-                                peer=f"{summary['median'] / c:.2f}x in-process, "
-                                f"{summary['median'] / single:.2f}x N={sites[0]}",
-                            )
-                        )
-                        print(f"  pool W={w} N={n}: median {summary['median']:.3f} s",
-                              file=sys.stderr)  # fmt: skip
-                    dropped = front.stats.duplicates_dropped + front.stats.late_dropped
-                    section.notes.append(
-                        f"W={w}: {front.stats.answered}/{front.stats.jobs} answered, "
-                        f"{dropped} duplicate/late answers dropped, {front.stats.resent} resent"
-                    )
-                finally:
-                    front.close()
-                    for proc in procs:
-                        proc.terminate()
-                    for proc in procs:
-                        proc.wait(30)
         finally:
             broker.stop()
 
-    for w in (1, 2, 3, 4, 8):
-        section.rows.append(
-            Row(
-                "pool-model",
-                f"W={w} workers (own cores): sites talking at once within {BUDGET_S * 1000:.0f} ms",
-                "sites",
-                burst_capacity(w, c),
-                note=f"burst, c = {c * 1000:.0f} ms per utterance",
-            )
-        )
-        section.rows.append(
-            Row(
-                "pool-model",
-                f"W={w} workers: sites at one command per {period:.0f} s each, p95 wait < "
-                f"{BUDGET_S * 1000:.0f} ms",
-                "sites",
-                random_capacity(w, c, period),
-                note="Poisson arrivals, simulated (seeded)",
-            )
-        )
+    section.rows += _model_rows(c, period)
     section.results = {"cost_s": costs, "measured": measured, "period_s": period}
     section.notes.append(
         f"{len(utterances)} test-set commands; {rounds} rounds per level; workers share this "

@@ -154,19 +154,27 @@ def word_error_rate(
         raise ValueError("the references hold no words: WER is undefined")
     if use_jiwer:
         try:
-            import jiwer
+            import jiwer  # noqa: F401
         except ImportError:
             use_jiwer = False
     if use_jiwer:
-        # jiwer refuses empty strings; an empty side is all deletions/insertions anyway.
-        pairs = [(r, h) for r, h in zip(refs, hyps, strict=True) if r and h]
-        errors = sum(len(r.split()) for r, h in zip(refs, hyps, strict=True) if not h)
-        errors += sum(len(h.split()) for r, h in zip(refs, hyps, strict=True) if not r)
-        if pairs:
-            out = jiwer.process_words([r for r, _ in pairs], [h for _, h in pairs])
-            errors += out.substitutions + out.deletions + out.insertions
+        errors = _jiwer_errors(refs, hyps)
         engine = "jiwer"
     else:
         errors = sum(edit_distance(r.split(), h.split()) for r, h in zip(refs, hyps, strict=True))
         engine = "levenshtein"
     return WerResult(errors / words, errors, words, len(refs), engine)
+
+
+def _jiwer_errors(refs: list[str], hyps: list[str]) -> int:
+    """Word errors (substitutions, deletions, insertions) over normalized pairs, by jiwer."""
+    import jiwer
+
+    # jiwer refuses empty strings; an empty side is all deletions/insertions anyway.
+    pairs = [(r, h) for r, h in zip(refs, hyps, strict=True) if r and h]
+    errors = sum(len(r.split()) for r, h in zip(refs, hyps, strict=True) if not h)
+    errors += sum(len(h.split()) for r, h in zip(refs, hyps, strict=True) if not r)
+    if pairs:
+        out = jiwer.process_words([r for r, _ in pairs], [h for _, h in pairs])
+        errors += out.substitutions + out.deletions + out.insertions
+    return errors

@@ -230,24 +230,12 @@ class BuiltinHandler:
     def _timer(
         self, intent: Intent, context: RunContext, data: dict[str, Any], extra: dict[str, Any]
     ) -> str:
+        """The plain answer to a timer intent, after acting on it."""
         slots = intent.slots
         if intent.name == "HassStartTimer":
-            seconds = _duration(slots)
-            if seconds <= 0:
-                raise TimerError("timer_not_found")
-            name = str(slots["name"]).strip() if slots.get("name") else None
-            area = context.data.get("area") or slots.get("area")
-            timer = self.start_timer(seconds, context.site_id, name, area)
-            data["timer_id"] = timer.id
-            return f"Timer set for {_spoken_duration(seconds)}"
+            return self._start_asked(slots, context, data)
         if intent.name == "HassCancelAllTimers":
-            with self._lock:
-                chosen = [t for t in self.timers.values() if _in_area(t, slots.get("area"))]
-                for timer in chosen:
-                    self._remove(timer, "cancelled")
-            extra["canceled"] = len(chosen)
-            data["timer_ids"] = [t.id for t in chosen]
-            return f"Canceled {len(chosen)} timers." if chosen else "No timers were canceled."
+            return self._cancel_all(slots, data, extra)
         if intent.name == "HassTimerStatus":
             with self._lock:
                 chosen = self._find(slots, context, many=True)
@@ -261,41 +249,67 @@ class BuiltinHandler:
                 self._remove(timer, "cancelled")
                 return "Timer cancelled"
             if intent.name == "HassPauseTimer":
-                if timer.is_active:
-                    timer.left_at_pause = timer.seconds_left()
-                    if timer.handle is not None:
-                        timer.handle.cancel()
-                    self._emit(timer, "paused")
+                self._pause(timer)
                 return "Timer paused"
             if intent.name == "HassUnpauseTimer":
-                if not timer.is_active:
-                    left = timer.left_at_pause or 0.0
-                    timer.left_at_pause = None
-                    self._arm(timer, left)
-                    self._emit(timer, "resumed")
+                self._unpause(timer)
                 return "Timer resumed"
-            change = _duration(slots) * (1 if intent.name == "HassIncreaseTimer" else -1)
-            left = max(0.0, timer.seconds_left() + change)
-            if timer.is_active:
-                self._arm(timer, left)
-            else:
-                timer.left_at_pause = left
-            self._emit(timer, "updated")
-            verb = "added to" if change > 0 else "removed from"
-            return f"{_spoken_duration(abs(change))} {verb} timer"
+            return self._add_time(timer, intent.name, slots)
+
+    def _start_asked(self, slots: dict[str, Any], context: RunContext, data: dict[str, Any]) -> str:
+        """Start the timer HassStartTimer asks for; its plain answer."""
+        seconds = _duration(slots)
+        if seconds <= 0:
+            raise TimerError("timer_not_found")
+        name = str(slots["name"]).strip() if slots.get("name") else None
+        area = context.data.get("area") or slots.get("area")
+        timer = self.start_timer(seconds, context.site_id, name, area)
+        data["timer_id"] = timer.id
+        return f"Timer set for {_spoken_duration(seconds)}"
+
+    def _cancel_all(
+        self, slots: dict[str, Any], data: dict[str, Any], extra: dict[str, Any]
+    ) -> str:
+        """Cancel every timer (in the area, if one is named); the plain answer."""
+        with self._lock:
+            chosen = [t for t in self.timers.values() if _in_area(t, slots.get("area"))]
+            for timer in chosen:
+                self._remove(timer, "cancelled")
+        extra["canceled"] = len(chosen)
+        data["timer_ids"] = [t.id for t in chosen]
+        return f"Canceled {len(chosen)} timers." if chosen else "No timers were canceled."
+
+    def _pause(self, timer: Timer) -> None:
+        """Pause a running timer (a paused one stays as it is)."""
+        if timer.is_active:
+            timer.left_at_pause = timer.seconds_left()
+            if timer.handle is not None:
+                timer.handle.cancel()
+            self._emit(timer, "paused")
+
+    def _unpause(self, timer: Timer) -> None:
+        """Resume a paused timer (a running one stays as it is)."""
+        if not timer.is_active:
+            left = timer.left_at_pause or 0.0
+            timer.left_at_pause = None
+            self._arm(timer, left)
+            self._emit(timer, "resumed")
+
+    def _add_time(self, timer: Timer, intent_name: str, slots: dict[str, Any]) -> str:
+        """Add (HassIncreaseTimer) or remove time from a timer; the plain answer."""
+        change = _duration(slots) * (1 if intent_name == "HassIncreaseTimer" else -1)
+        left = max(0.0, timer.seconds_left() + change)
+        if timer.is_active:
+            self._arm(timer, left)
+        else:
+            timer.left_at_pause = left
+        self._emit(timer, "updated")
+        verb = "added to" if change > 0 else "removed from"
+        return f"{_spoken_duration(abs(change))} {verb} timer"
 
     def _find(self, slots: dict[str, Any], context: RunContext, many: bool) -> list[Timer]:
         """Timers the slots describe (name, area, start duration), as Home Assistant does."""
-        found = list(self.timers.values())
-        if slots.get("name"):
-            wanted = str(slots["name"]).strip().casefold()
-            found = [t for t in found if (t.name or "").casefold() == wanted]
-        if slots.get("area"):
-            found = [t for t in found if _in_area(t, slots["area"])]
-        start = tuple(int(_number(slots.get(k, 0))) for k in ("start_hours", "start_minutes",
-                                                               "start_seconds"))  # fmt: skip
-        if any(start):
-            found = [t for t in found if t.start == start]
+        found = _described(list(self.timers.values()), slots)
         if many:
             return found
         if not found:
@@ -526,6 +540,21 @@ def _package_responses(tag: str) -> tuple[dict[str, Any], dict[str, str]]:
     return responses.get("intents") or {}, responses.get("errors") or {}
 
 
+def _described(timers: list[Timer], slots: dict[str, Any]) -> list[Timer]:
+    """The timers that the name, area and start duration slots (those given) describe."""
+    found = timers
+    if slots.get("name"):
+        wanted = str(slots["name"]).strip().casefold()
+        found = [t for t in found if (t.name or "").casefold() == wanted]
+    if slots.get("area"):
+        found = [t for t in found if _in_area(t, slots["area"])]
+    start = tuple(int(_number(slots.get(k, 0))) for k in ("start_hours", "start_minutes",
+                                                           "start_seconds"))  # fmt: skip
+    if any(start):
+        found = [t for t in found if t.start == start]
+    return found
+
+
 _STATE_DOMAIN = re.compile(r"\bstate\.domain\b")
 _STATE = re.compile(r"\bstate\b")
 
@@ -535,9 +564,7 @@ def fixed_answers(responses: dict[str, dict[str, str]], home: Any = None) -> lis
     lights", "Timer cancelled"; a template that reads only the entity's domain ("Turned on
     the fan") gives one answer per domain of ``home``. Answers with digits (times) are left
     out. In template order, without repeats."""
-    from jinja2 import TemplateError, meta
     from jinja2.sandbox import ImmutableSandboxedEnvironment
-    from voiced_plugins.intent_hassil.responses import render
 
     env = ImmutableSandboxedEnvironment()
     by_domain: dict[str, Any] = {}
@@ -546,26 +573,38 @@ def fixed_answers(responses: dict[str, dict[str, str]], home: Any = None) -> lis
     answers: dict[str, None] = {}
     for templates in responses.values():
         for template in templates.values():
-            try:
-                reads = meta.find_undeclared_variables(env.parse(template))
-            except TemplateError:
-                continue
-            if reads - {"state"}:
-                continue  # slots, query, state_attr: the answer depends on what was asked
-            if "state" in reads:
-                if len(_STATE.findall(template)) != len(_STATE_DOMAIN.findall(template)):
-                    continue  # reads the state itself ("22 degrees")
-                entities: list[list[Any]] = [[e] for e in by_domain.values()]
-            else:
-                entities = [[]]
-            for matched in entities:
-                try:
-                    text = render(template, {}, matched)
-                except (TemplateError, TypeError, ValueError, KeyError, AttributeError):
-                    continue
-                if text and "None" not in text and not any(ch.isdigit() for ch in text):
-                    answers.setdefault(text, None)
+            for text in _fixed_template_answers(env, template, by_domain):
+                answers.setdefault(text, None)
     return list(answers)
+
+
+def _fixed_template_answers(env: Any, template: str, by_domain: dict[str, Any]) -> list[str]:
+    """The answers one response template gives when it reads no slot, query or entity
+    state (one per domain of ``by_domain`` when it reads only the domain); [] otherwise."""
+    from jinja2 import TemplateError, meta
+    from voiced_plugins.intent_hassil.responses import render
+
+    try:
+        reads = meta.find_undeclared_variables(env.parse(template))
+    except TemplateError:
+        return []
+    if reads - {"state"}:
+        return []  # slots, query, state_attr: the answer depends on what was asked
+    if "state" in reads:
+        if len(_STATE.findall(template)) != len(_STATE_DOMAIN.findall(template)):
+            return []  # reads the state itself ("22 degrees")
+        entities: list[list[Any]] = [[e] for e in by_domain.values()]
+    else:
+        entities = [[]]
+    texts = []
+    for matched in entities:
+        try:
+            text = render(template, {}, matched)
+        except (TemplateError, TypeError, ValueError, KeyError, AttributeError):
+            continue
+        if text and "None" not in text and not any(ch.isdigit() for ch in text):
+            texts.append(text)
+    return texts
 
 
 COMMON_TIMERS = (("minutes", (1, 2, 3, 5, 10, 15, 20, 30)), ("seconds", (30,)), ("hours", (1,)))

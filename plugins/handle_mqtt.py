@@ -168,18 +168,28 @@ class MqttActions:
         name = _slot_text(intent.slots.get("name"))
         area = _slot_text(intent.slots.get("area"))
         if name:
-            found = [e for e in entities if _norm(name) in e.all_names()]
-            if area:
-                found = [e for e in found if e.area is None or _norm(e.area) == _norm(area)]
-            return found
+            return _named(entities, name, area)
         if area:
-            domain = _slot_text(intent.slots.get("domain"))
-            return [
-                e for e in entities
-                if e.area and _norm(e.area) == _norm(area)
-                and (not domain or e.id.startswith(f"{domain}."))
-            ]  # fmt: skip
+            return _in_area(entities, area, _slot_text(intent.slots.get("domain")))
         return []
+
+
+def _named(entities: list[EntityAction], name: str, area: str) -> list[EntityAction]:
+    """The entities called ``name`` (id, object id or a configured name), in ``area`` if
+    given (an entity with no area is in every area)."""
+    found = [e for e in entities if _norm(name) in e.all_names()]
+    if area:
+        found = [e for e in found if e.area is None or _norm(e.area) == _norm(area)]
+    return found
+
+
+def _in_area(entities: list[EntityAction], area: str, domain: str) -> list[EntityAction]:
+    """The entities in ``area``, of ``domain`` if given."""
+    return [
+        e for e in entities
+        if e.area and _norm(e.area) == _norm(area)
+        and (not domain or e.id.startswith(f"{domain}."))
+    ]  # fmt: skip
 
 
 class _SlotValues(dict):

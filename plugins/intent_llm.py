@@ -92,6 +92,14 @@ class LlmIntent:
             language = getattr(getattr(self.app, "settings", None), "language", "en") or "en"
             self.intent_slots = intent_slots(home_assistant_intents.get_intents(language) or {})
             home = self._own_home()
+        self._choose_intents()
+        if home is not None:
+            self.names = self._names_in(home)
+        self._home = home
+
+    def _choose_intents(self) -> None:
+        """Keep the configured intents (raising for one the recognizer does not know), else
+        all known ones, else ``DEFAULT_INTENTS``."""
         if self.options.intents:
             unknown = sorted(set(self.options.intents) - set(self.intent_slots))
             if unknown and self.intent_slots:
@@ -102,15 +110,16 @@ class LlmIntent:
             self.intent_slots = {k: self.intent_slots.get(k, []) for k in self.options.intents}
         elif not self.intent_slots:
             self.intent_slots = {name: [] for name in DEFAULT_INTENTS}
-        if home is not None:
-            self.names = {
-                "entities": sorted({n for e in home.entities for n in e.names})[
-                    : self.options.max_names
-                ],
-                "areas": sorted({n for a in home.areas for n in (a.name, *a.aliases)}),
-                "floors": sorted({n for f in home.floors for n in (f.name, *f.aliases)}),
-            }
-        self._home = home
+
+    def _names_in(self, home: Any) -> dict[str, list[str]]:
+        """The entity (at most ``max_names``), area and floor names of a home, sorted."""
+        return {
+            "entities": sorted({n for e in home.entities for n in e.names})[
+                : self.options.max_names
+            ],
+            "areas": sorted({n for a in home.areas for n in (a.name, *a.aliases)}),
+            "floors": sorted({n for f in home.floors for n in (f.name, *f.aliases)}),
+        }
 
     def close(self) -> None:
         pass
@@ -298,20 +307,7 @@ class LlmIntent:
         raw_slots = answer.get("slots") or {}
         if not isinstance(raw_slots, dict):
             raise LlmError("slots must be an object")
-        allowed = set(self.intent_slots[name])
-        slots: dict[str, Any] = {}
-        for slot, value in raw_slots.items():
-            if value in (None, "", []):
-                continue
-            if allowed and slot not in allowed:
-                raise LlmError(f"slot {slot!r} is not a slot of {name}")
-            kind = ENTITY_SLOTS.get(slot)
-            if kind and self.names[kind]:
-                canonical = {n.casefold(): n for n in self.names[kind]}
-                if str(value).casefold() not in canonical:
-                    raise LlmError(f"unknown {slot} {value!r}")
-                value = canonical[str(value).casefold()]
-            slots[slot] = _number(value)
+        slots = self._checked_slots(name, raw_slots)
         entities = []
         if self._home is not None and any(k in slots for k in ("name", "area", "floor")):
             entities = [e.id for e in self._home.match(slots)]
@@ -319,6 +315,29 @@ class LlmIntent:
             name, slots, text, 0.5, "llm",
             {"response": "default", "entities": entities, "model": self.options.model},
         )  # fmt: skip
+
+    def _checked_slots(self, name: str, raw_slots: dict[str, Any]) -> dict[str, Any]:
+        """The non-empty slots of an answer for intent ``name``, names in their canonical
+        spelling and numbers as numbers; LlmError for a slot or name that is not known."""
+        allowed = set(self.intent_slots[name])
+        slots: dict[str, Any] = {}
+        for slot, value in raw_slots.items():
+            if value in (None, "", []):
+                continue
+            if allowed and slot not in allowed:
+                raise LlmError(f"slot {slot!r} is not a slot of {name}")
+            slots[slot] = _number(self._canonical(slot, value))
+        return slots
+
+    def _canonical(self, slot: str, value: Any) -> Any:
+        """A name slot's value as the home spells it (LlmError when unknown); others as given."""
+        kind = ENTITY_SLOTS.get(slot)
+        if kind and self.names[kind]:
+            canonical = {n.casefold(): n for n in self.names[kind]}
+            if str(value).casefold() not in canonical:
+                raise LlmError(f"unknown {slot} {value!r}")
+            return canonical[str(value).casefold()]
+        return value
 
     # -- helpers ----------------------------------------------------------------------------
 

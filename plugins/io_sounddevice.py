@@ -67,23 +67,34 @@ def find_device(sd: Any, device: str | int | None, kind: str) -> tuple[int, dict
     devices = [dict(d, index=i) for i, d in enumerate(sd.query_devices())]
     usable = [d for d in devices if d[channels_key] > 0]
     if device is None or device == "":
-        default = sd.default.device[0 if kind == "input" else 1]
-        if default is None or default < 0:
-            names = ", ".join(d["name"] for d in usable) or "none"
-            raise DeviceError(f"no default {kind} device (found {kind} devices: {names})")
-        found = [d for d in usable if d["index"] == default]
+        found = _default_device(sd, usable, kind)
     elif isinstance(device, int) or str(device).isdigit():
         found = [d for d in usable if d["index"] == int(device)]
     else:
-        found = [d for d in usable if str(device).lower() in d["name"].lower()]
-        exact = [d for d in found if d["name"].lower() == str(device).lower()]
-        found = exact or found
+        found = _devices_named(usable, str(device))
     if not found:
         names = ", ".join(f"{d['index']}: {d['name']}" for d in usable) or "none"
         raise DeviceError(
             f"no {kind} device matches {device!r} (available: {names}; see `voiced devices`)"
         )
     return found[0]["index"], found[0]
+
+
+def _default_device(sd: Any, usable: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    """The system's default ``kind`` device among ``usable`` ([] or one); raises when the
+    system has no default."""
+    default = sd.default.device[0 if kind == "input" else 1]
+    if default is None or default < 0:
+        names = ", ".join(d["name"] for d in usable) or "none"
+        raise DeviceError(f"no default {kind} device (found {kind} devices: {names})")
+    return [d for d in usable if d["index"] == default]
+
+
+def _devices_named(usable: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The devices whose name is ``name`` (any case), else those whose name contains it."""
+    found = [d for d in usable if name.lower() in d["name"].lower()]
+    exact = [d for d in found if d["name"].lower() == name.lower()]
+    return exact or found
 
 
 class Backoff:

@@ -329,15 +329,23 @@ def ct2_build(package_dir: Path) -> str:
     """
     folders = [package_dir, package_dir.parent / f"{package_dir.name}.libs"]
     files = [f for d in folders if d.is_dir() for f in d.iterdir() if f.is_file()]
-    for build, names in _CT2_BUNDLED.items():
-        if any(n in f.name for f in files for n in names):
-            return build
+    bundled = _bundled_build(files)
+    if bundled is not None:
+        return bundled
     cores = [f for f in files if f.name.startswith(("libctranslate2", "_ext"))]
     sections = {name for core in cores for name in elf_sections(core)}
     for build, names in _FATBIN_SECTIONS.items():
         if sections & set(names):
             return build
     return "cpu" if sections else ""
+
+
+def _bundled_build(files: list[Path]) -> str | None:
+    """The GPU runtime told by the names of a CTranslate2 install's bundled libraries."""
+    for build, names in _CT2_BUNDLED.items():
+        if any(n in f.name for f in files for n in names):
+            return build
+    return None
 
 
 def elf_sections(path: Path) -> list[str]:
@@ -461,28 +469,41 @@ def choose_torch_device(
         return DeviceChoice("cpu", "float32", "cpu requested", "cpu")
     probe = probe if probe is not None else probe_torch()
     if not probe.gpu:
-        if kind == "auto":
-            return DeviceChoice("cpu", "float32", f"no usable GPU: {probe.reason}", "cpu")
-        raise DeviceError(f"device {requested!r} requested but {probe.reason}")
+        return _torch_cpu_fallback(requested, kind, probe.reason)
     if index is None:
         gpu, why = pick_gpu(probe)
         if gpu is None:
-            if kind == "auto":
-                return DeviceChoice("cpu", "float32", f"no usable GPU: {why}", "cpu")
-            raise DeviceError(f"device {requested!r} requested but {why}")
+            return _torch_cpu_fallback(requested, kind, why)
     else:
-        gpu = next((d for d in probe.devices if d.index == index), None)
-        if gpu is None:
-            raise DeviceError(
-                f"device {requested!r} requested but torch has only "
-                f"{len(probe.devices)} GPU(s): {', '.join(d.name for d in probe.devices)}"
-            )
-        if not covered(gpu, probe):
-            raise DeviceError(
-                f"device {requested!r} ({gpu.name} {gpu.arch}) has no kernels in this torch "
-                f"build (it has {', '.join(sorted({base_arch(a) for a in probe.arch_list}))})"
-            )
-        why = f"{probe.backend} {_describe(gpu)}"
+        gpu, why = _named_torch_gpu(requested, index, probe)
+    return _torch_dtype_choice(gpu, why, dtype, probe)
+
+
+def _torch_cpu_fallback(requested: str, kind: str, why: str) -> DeviceChoice:
+    """The CPU when no GPU serves and none was asked for; a GPU asked for raises."""
+    if kind == "auto":
+        return DeviceChoice("cpu", "float32", f"no usable GPU: {why}", "cpu")
+    raise DeviceError(f"device {requested!r} requested but {why}")
+
+
+def _named_torch_gpu(requested: str, index: int, probe: TorchProbe) -> tuple[GpuInfo, str]:
+    """The GPU named by index, and why; raises when torch lacks it or has no kernels for it."""
+    gpu = next((d for d in probe.devices if d.index == index), None)
+    if gpu is None:
+        raise DeviceError(
+            f"device {requested!r} requested but torch has only "
+            f"{len(probe.devices)} GPU(s): {', '.join(d.name for d in probe.devices)}"
+        )
+    if not covered(gpu, probe):
+        raise DeviceError(
+            f"device {requested!r} ({gpu.name} {gpu.arch}) has no kernels in this torch "
+            f"build (it has {', '.join(sorted({base_arch(a) for a in probe.arch_list}))})"
+        )
+    return gpu, f"{probe.backend} {_describe(gpu)}"
+
+
+def _torch_dtype_choice(gpu: GpuInfo, why: str, dtype: str, probe: TorchProbe) -> DeviceChoice:
+    """The choice of ``gpu`` with the dtype asked for (float16 where it has no bfloat16)."""
     device = f"cuda:{gpu.index}"
     if dtype == "bfloat16" and not gpu.bf16:
         return DeviceChoice(
@@ -524,32 +545,42 @@ def choose_ct2_device(
     probe = probe if probe is not None else probe_ctranslate2()
     if not probe.available:
         raise DeviceError(f"CTranslate2 is not usable: {probe.reason}")
+    kind, why = _ct2_kind(requested, kind, index, probe)
+    compute_type = _ct2_compute_type(kind, compute_type, probe)
+    backend = probe.gpu_backend if kind == "cuda" else "cpu"
+    return Ct2Choice(kind, index or 0, compute_type, f"{why}; {compute_type}", backend)
+
+
+def _ct2_kind(requested: str, kind: str, index: int | None, probe: Ct2Probe) -> tuple[str, str]:
+    """The CTranslate2 device kind ("cuda" or "cpu") for a request, and why; raises when a
+    GPU asked for is not there."""
     if kind == "auto":
-        kind = "cuda" if probe.cuda_device_count else "cpu"
-        why = probe.reason
-    elif kind == "cuda":
-        if not probe.cuda_device_count:
-            raise DeviceError(f"device {requested!r} requested but {probe.reason}")
-        if (index or 0) >= probe.cuda_device_count:
-            raise DeviceError(
-                f"device {requested!r} requested but ctranslate2 sees only "
-                f"{probe.cuda_device_count} GPU(s)"
-            )
-        why = f"{requested} requested ({probe.reason})"
-    else:
-        why = "cpu requested"
-    index = index or 0
+        return ("cuda" if probe.cuda_device_count else "cpu"), probe.reason
+    if kind != "cuda":
+        return kind, "cpu requested"
+    if not probe.cuda_device_count:
+        raise DeviceError(f"device {requested!r} requested but {probe.reason}")
+    if (index or 0) >= probe.cuda_device_count:
+        raise DeviceError(
+            f"device {requested!r} requested but ctranslate2 sees only "
+            f"{probe.cuda_device_count} GPU(s)"
+        )
+    return kind, f"{requested} requested ({probe.reason})"
+
+
+def _ct2_compute_type(kind: str, compute_type: str, probe: Ct2Probe) -> str:
+    """The compute type for ``kind``: the preferred supported one for "auto"; one asked for
+    that this CTranslate2 does not support raises."""
     supported = probe.compute_types.get(kind, ())
     if compute_type == "auto":
         preference = _CT2_GPU_PREFERENCE if kind == "cuda" else _CT2_CPU_PREFERENCE
-        compute_type = next((t for t in preference if t in supported), "default")
-    elif supported and compute_type not in supported and compute_type != "default":
+        return next((t for t in preference if t in supported), "default")
+    if supported and compute_type not in supported and compute_type != "default":
         raise DeviceError(
             f"compute_type {compute_type!r} is not supported on {kind} by ctranslate2 "
             f"{probe.version}; supported: {', '.join(supported)}"
         )
-    backend = probe.gpu_backend if kind == "cuda" else "cpu"
-    return Ct2Choice(kind, index, compute_type, f"{why}; {compute_type}", backend)
+    return compute_type
 
 
 def summary() -> dict[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,40 +151,72 @@ class Daemon:
 
 
 def apply_live(pipeline: Pipeline, new: Settings) -> dict[str, list[str]]:
+    """Apply to the running pipeline what of ``new`` can change live; name what needs a
+    restart ({"applied": [...], "needs_restart": [...]})."""
     old = pipeline.settings
     applied: list[str] = []
-    if new.log_level != old.log_level:
-        set_level(new.log_level)
-        old.log_level = new.log_level
-        applied.append("log_level")
-    if new.vad != old.vad:
-        old.vad = new.vad
-        for site in pipeline.sites.values():
-            site.segmenter.config = new.vad
-        applied.append("vad")
-    if new.conversation != old.conversation:
-        muted_changed = new.conversation.muted != old.conversation.muted
-        old.conversation = new.conversation
-        for site in pipeline.sites.values():
-            site.conversation = new.conversation
-            if muted_changed:  # only a changed file mutes or unmutes; a mute command stays
-                site.set_muted(new.conversation.muted, reason="config")
-        if muted_changed:
-            pipeline.muted_default = new.conversation.muted
-        applied.append("conversation")
-    if new.arbiter != old.arbiter:
-        old.arbiter = new.arbiter
-        pipeline.arbiter.config = new.arbiter
-        applied.append("arbiter")
-    if new.speakers != old.speakers:
-        old.speakers = new.speakers
-        if pipeline.speakers is not None:
-            pipeline.speakers.reconfigure(new.speakers)
-        applied.append("speakers")
+    for name, apply in _LIVE_APPLIERS:
+        if getattr(new, name) != getattr(old, name):
+            apply(pipeline, new)
+            applied.append(name)
     for key in LIVE_PIPELINE_KEYS:
         if getattr(new.pipeline, key) != getattr(old.pipeline, key):
             setattr(old.pipeline, key, getattr(new.pipeline, key))
             applied.append(f"pipeline.{key}")
+    return {"applied": applied, "needs_restart": _needs_restart(old, new)}
+
+
+def _apply_log_level(pipeline: Pipeline, new: Settings) -> None:
+    """Switch to the new log level."""
+    set_level(new.log_level)
+    pipeline.settings.log_level = new.log_level
+
+
+def _apply_vad(pipeline: Pipeline, new: Settings) -> None:
+    """Give every site's segmenter the new VAD settings."""
+    pipeline.settings.vad = new.vad
+    for site in pipeline.sites.values():
+        site.segmenter.config = new.vad
+
+
+def _apply_conversation(pipeline: Pipeline, new: Settings) -> None:
+    """Give every site the new conversation settings; a changed ``muted`` mutes or unmutes."""
+    old = pipeline.settings
+    muted_changed = new.conversation.muted != old.conversation.muted
+    old.conversation = new.conversation
+    for site in pipeline.sites.values():
+        site.conversation = new.conversation
+        if muted_changed:  # only a changed file mutes or unmutes; a mute command stays
+            site.set_muted(new.conversation.muted, reason="config")
+    if muted_changed:
+        pipeline.muted_default = new.conversation.muted
+
+
+def _apply_arbiter(pipeline: Pipeline, new: Settings) -> None:
+    """Give the wake arbiter its new settings."""
+    pipeline.settings.arbiter = new.arbiter
+    pipeline.arbiter.config = new.arbiter
+
+
+def _apply_speakers(pipeline: Pipeline, new: Settings) -> None:
+    """Reconfigure speaker identification with the new settings."""
+    pipeline.settings.speakers = new.speakers
+    if pipeline.speakers is not None:
+        pipeline.speakers.reconfigure(new.speakers)
+
+
+# the settings applied live, in order, each with what applies it
+_LIVE_APPLIERS: tuple[tuple[str, Callable[[Pipeline, Settings], None]], ...] = (
+    ("log_level", _apply_log_level),
+    ("vad", _apply_vad),
+    ("conversation", _apply_conversation),
+    ("arbiter", _apply_arbiter),
+    ("speakers", _apply_speakers),
+)
+
+
+def _needs_restart(old: Settings, new: Settings) -> list[str]:
+    """The changed settings that only a restart applies."""
     needs_restart = []
     old_pipeline = old.pipeline.model_dump(exclude=set(LIVE_PIPELINE_KEYS))
     new_pipeline = new.pipeline.model_dump(exclude=set(LIVE_PIPELINE_KEYS))
@@ -193,4 +226,4 @@ def apply_live(pipeline: Pipeline, new: Settings) -> dict[str, list[str]]:
     for key in RESTART_SETTINGS:
         if getattr(new, key) != getattr(old, key):
             needs_restart.append(key)
-    return {"applied": applied, "needs_restart": needs_restart}
+    return needs_restart

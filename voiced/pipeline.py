@@ -444,6 +444,25 @@ class Pipeline:
         self.queue = UtteranceQueue(self.settings.pipeline.asr_queue_size)
         if not self._built:
             self.build()
+        await self._load_components()
+        await self._load_io_and_engines()
+        await self._load_speakers()
+        if self.tts is not None:
+            self.voices = LanguageVoices(
+                self.tts, self._voice_stage, self.emit, self.settings.site_id, self.settings.voices
+            )
+            await self.in_thread(self.voices.prepare, self.settings.languages())
+        await self._start_components()
+        if self.asr is not None:
+            self._workers = [
+                asyncio.create_task(self._asr_worker(), name=f"asr-worker-{i}")
+                for i in range(self.settings.pipeline.asr_workers)
+            ]
+        self._emit_ready()
+        self._start_prewarming()
+
+    async def _load_components(self) -> None:
+        """Load the intents, handlers and services; register those that load, drop the rest."""
         # Observers first, so they see the loading events.
         # pluggy calls the last registered first (within tryfirst/plain/trylast): register in
         # reverse so the order of `pipeline.intent` and `pipeline.handler` is the call order.
@@ -452,6 +471,9 @@ class Pipeline:
                 self._register(kind, name, component)
             else:
                 del self.components[(kind, name)]
+
+    async def _load_io_and_engines(self) -> None:
+        """Load the sources and sinks (optional each) and the ASR and TTS chains (required)."""
         self.sources = [s for s in self.sources if await self._load_optional("source", "", s)]
         self.sinks = [s for s in self.sinks if await self._load_optional("sink", "", s)]
         for chain in (self.asr, self.tts):
@@ -460,23 +482,18 @@ class Pipeline:
                     await self.in_thread(chain.load)
                 except ChainError as exc:
                     raise StartupError(str(exc)) from None
-        await self._load_speakers()
-        if self.tts is not None:
-            self.voices = LanguageVoices(
-                self.tts, self._voice_stage, self.emit, self.settings.site_id, self.settings.voices
-            )
-            await self.in_thread(self.voices.prepare, self.settings.languages())
+
+    async def _start_components(self) -> None:
+        """Start every loaded component that has a ``start``; one that fails is reported."""
         for (kind, name), component in list(self.components.items()):
             if hasattr(component, "start"):
                 try:
                     await component.start()
                 except Exception as exc:
                     self._optional_failed(kind, name, exc, "start")
-        if self.asr is not None:
-            self._workers = [
-                asyncio.create_task(self._asr_worker(), name=f"asr-worker-{i}")
-                for i in range(self.settings.pipeline.asr_workers)
-            ]
+
+    def _emit_ready(self) -> None:
+        """Emit the ``Ready`` event: the loaded engines and the sources."""
         self.emit(
             ev.Ready(
                 asr=[n for n, _ in self.asr.loaded] if self.asr else [],
@@ -484,6 +501,9 @@ class Pipeline:
                 sources=[s.stage_name for s in self.sources],
             ).event(None, self.settings.site_id)
         )
+
+    def _start_prewarming(self) -> None:
+        """Start caching the fixed answers and anticipating answers, as configured."""
         if self.tts is not None and self.tts.loaded and self.settings.pipeline.cache_fixed_answers:
             self.answers_cached = asyncio.create_task(self._cache_answers(), name="prewarm")
         if self.tts is not None and self.tts.loaded and self.settings.pipeline.anticipate_answers:

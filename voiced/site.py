@@ -125,17 +125,29 @@ class Site(SiteRuns):
 
     async def _hear(self, chunk: AudioChunk) -> None:
         """This site's own wake word, VAD and utterances on a chunk of its audio."""
+        if not await self._wants_speech(chunk):
+            return
+        await self._segment(chunk)
+        self._after_segment()
+
+    async def _wants_speech(self, chunk: AudioChunk) -> bool:
+        """Whether the VAD hears ``chunk``: runs the wake word first (a detection is claimed
+        and wakes the site, and the chunk goes no further)."""
         speech_barge_in = bool(self.speaking) and self.conversation.barge_in == "speech"
         if self.wakes:
             detection = self._detect(chunk)
             if detection is not None:
                 if self.claim_wake is None or await self.claim_wake(self.site_id, detection):
                     self._on_wake(detection)
-                return
+                return False
             if self.awake_until is None and self.current is None and not speech_barge_in:
-                return  # idle: only the wake word listens (VAD is not run, to save CPU)
+                return False  # idle: only the wake word listens (VAD is not run, to save CPU)
         elif self.speaking and self.hears_playback and not speech_barge_in:
-            return  # don't transcribe our own answer coming back through the microphone
+            return False  # don't transcribe our own answer coming back through the microphone
+        return True
+
+    async def _segment(self, chunk: AudioChunk) -> None:
+        """Feed ``chunk`` to the segmenter and act on the speech events it gives."""
         for event in self.segmenter.feed(chunk.audio):
             if isinstance(event, SpeechStarted):
                 self._on_speech_start(event)
@@ -143,6 +155,9 @@ class Site(SiteRuns):
                 self._on_speech_pause(event)
             else:
                 await self._on_speech_end(event)
+
+    def _after_segment(self) -> None:
+        """Commit a ready utterance, stream the speech so far, end a listen that timed out."""
         if self._ready is not None:
             self._commit_ready()
         if self._stream is not None and self.segmenter.in_speech:

@@ -88,6 +88,8 @@ class RemoteAsrStream:
     # -- the stream's thread ----------------------------------------------------------------
 
     def _run(self) -> None:
+        """The stream's thread: open, send the utterance as it comes, read the transcript;
+        whatever goes wrong is kept for ``finish``."""
         peer, options = self.asr.peer, self.asr.options
         fmt = PIPELINE_FORMAT
         opening = [
@@ -105,22 +107,8 @@ class RemoteAsrStream:
                 peer.discard(conn)  # a kept connection the service dropped meanwhile: redial
                 conn, _ = peer.connect()
                 peer.write(conn, opening, options.timeout)
-            step = options.samples_per_chunk * fmt.width
-            while True:
-                try:
-                    audio = self._chunks.get(timeout=self.longest)
-                except queue.Empty:  # neither more speech nor an end: give the connection back
-                    peer.discard(conn)
-                    self._error = RemoteError(f"the stream got nothing for {self.longest:g} s")
-                    return
-                if not audio:  # _STOP
-                    break
-                chunks = (
-                    AudioChunk(fmt.rate, fmt.width, fmt.channels, audio[i : i + step]).event()
-                    for i in range(0, len(audio), step)
-                )
-                peer.write(conn, chunks, options.timeout)
-                self.sent += len(audio)
+            if not self._send_audio(conn):
+                return
             if self._aborted.is_set():
                 peer.discard(conn)  # the service forgets an utterance whose connection went away
                 return
@@ -130,27 +118,51 @@ class RemoteAsrStream:
             self._answer = WyTranscript.from_event(answer[-1])
             self._answer_data = answer[-1].data or {}
             peer.release(conn)
-        except RemoteUnavailable as exc:  # down: connect refused, fast-fail while resting
+        except Exception as exc:  # never leave finish() waiting
+            self._keep_failure(exc, conn)
+        finally:
+            self._done.set()
+
+    def _send_audio(self, conn: Any) -> bool:
+        """Send the queued speech as audio chunks until the end; False when nothing more came
+        for ``longest`` seconds (the connection is given back, the error kept)."""
+        peer, options = self.asr.peer, self.asr.options
+        fmt = PIPELINE_FORMAT
+        step = options.samples_per_chunk * fmt.width
+        while True:
+            try:
+                audio = self._chunks.get(timeout=self.longest)
+            except queue.Empty:  # neither more speech nor an end: give the connection back
+                peer.discard(conn)
+                self._error = RemoteError(f"the stream got nothing for {self.longest:g} s")
+                return False
+            if not audio:  # _STOP
+                return True
+            chunks = (
+                AudioChunk(fmt.rate, fmt.width, fmt.channels, audio[i : i + step]).event()
+                for i in range(0, len(audio), step)
+            )
+            peer.write(conn, chunks, options.timeout)
+            self.sent += len(audio)
+
+    def _keep_failure(self, exc: Exception, conn: Any) -> None:
+        """Keep what went wrong for ``finish``, and drop or report the connection by kind."""
+        peer, options = self.asr.peer, self.asr.options
+        if isinstance(exc, RemoteUnavailable):  # down: connect refused, fast-fail while resting
             self._error = exc
-        except (Stalled, PeerProtocolError) as exc:  # misbehaved: dropped, the service rests
+        elif isinstance(exc, (Stalled, PeerProtocolError)):  # misbehaved: the service rests
             stalled = f"{peer.address} sent an event not complete within {options.timeout:g} s"
             self._error = peer.broken(conn, stalled if isinstance(exc, Stalled) else str(exc))
-        except TimeoutError:
+        elif isinstance(exc, TimeoutError):
             self._error = RemoteUnavailable(
                 f"{peer.address} did not answer the stream within {options.timeout:g} s"
             )
             if conn is not None:
                 peer.discard(conn)
-        except (Closed, OSError, ValueError) as exc:
+        elif isinstance(exc, (Closed, OSError, ValueError)):
             reason = f"{peer.address} closed the stream ({exc})"
             self._error = peer.broken(conn, reason) if conn is not None else RemoteError(reason)
-        except RemoteError as exc:  # the service's own error event
+        else:  # the service's own error event (RemoteError), or anything else
             self._error = exc
             if conn is not None:
                 peer.discard(conn)
-        except Exception as exc:  # never leave finish() waiting
-            self._error = exc
-            if conn is not None:
-                peer.discard(conn)
-        finally:
-            self._done.set()

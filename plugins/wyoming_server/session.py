@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from voiced_plugins.wyoming_server.conversation import PEER_EXECUTES, intent_event, transcript_reply
@@ -189,58 +189,96 @@ class Session(AsyncEventHandler):
         return not self.closed
 
     async def _dispatch(self, event: WyEvent) -> None:
+        """Act on one event from the peer (``_EVENT_HANDLERS``); an unknown type is ignored."""
         kind = event.type
-        if WyomingChunk.is_type(kind):
-            await self._on_chunk(event)
-        elif AudioStart.is_type(kind):
-            self._on_audio_start(event)
-        elif AudioStop.is_type(kind):
-            await self._on_audio_stop()
-        elif Describe.is_type(kind):
-            await self.send(self.service.info().event())
-        elif Transcribe.is_type(kind):
-            self._need("asr")
-            request = Transcribe.from_event(event)
-            self._begin("transcribe")
-            self._language = request.language
-        elif Detect.is_type(kind):
-            self._need("wake")
-            names = Detect.from_event(event).names
-            await self._load_wakes(names)
-            self._begin("detect")
-        elif Synthesize.is_type(kind):
-            if self._stream_text is None:  # while streaming, this is the compatibility copy
-                self._need("tts")
-                await self._synthesize(Synthesize.from_event(event).text)
-        elif SynthesizeStart.is_type(kind):
+        for event_class, handler in _EVENT_HANDLERS:
+            if event_class.is_type(kind):
+                await handler(self, event)
+                return
+        log.debug("[%s] wyoming: ignoring %s", self.site_id, kind)
+
+    # -- one method per event type, for _dispatch --------------------------------------------
+
+    async def _got_audio_start(self, event: WyEvent) -> None:
+        """audio-start: a request's or a satellite's audio begins."""
+        self._on_audio_start(event)
+
+    async def _got_audio_stop(self, event: WyEvent) -> None:
+        """audio-stop: the request's audio is complete."""
+        await self._on_audio_stop()
+
+    async def _got_describe(self, event: WyEvent) -> None:
+        """describe: answer with what this server offers."""
+        await self.send(self.service.info().event())
+
+    async def _got_transcribe(self, event: WyEvent) -> None:
+        """transcribe: a speech-to-text request; its audio follows."""
+        self._need("asr")
+        request = Transcribe.from_event(event)
+        self._begin("transcribe")
+        self._language = request.language
+
+    async def _got_detect(self, event: WyEvent) -> None:
+        """detect: a wake word request; its audio follows."""
+        self._need("wake")
+        names = Detect.from_event(event).names
+        await self._load_wakes(names)
+        self._begin("detect")
+
+    async def _got_synthesize(self, event: WyEvent) -> None:
+        """synthesize: speak a text (while streaming, this is the compatibility copy)."""
+        if self._stream_text is None:  # while streaming, this is the compatibility copy
             self._need("tts")
-            self._open_run("wyoming-synthesize", Phase.SPEAKING)
-            self._stream_text, self._stream_started = "", None
-        elif SynthesizeChunk.is_type(kind):
-            await self._synthesize_chunk(SynthesizeChunk.from_event(event).text)
-        elif SynthesizeStop.is_type(kind):
-            await self._synthesize_stop()
-        elif Recognize.is_type(kind):
-            self._need("intent")
-            await self._recognize_request(Recognize.from_event(event).text)
-        elif WyTranscript.is_type(kind):
-            await self._on_transcript(WyTranscript.from_event(event).text)
-        elif WyIntent.is_type(kind):
-            self._need("handle")
-            await self._handle_intent(WyIntent.from_event(event))
-        elif RunSatellite.is_type(kind):
-            await self._start_satellite(event.data.get("site_id") or event.data.get("name"))
-        elif RunPipeline.is_type(kind):
-            await self._run_pipeline(RunPipeline.from_event(event))
-        elif PauseSatellite.is_type(kind):
-            await self._stop_satellite("paused")
-        elif WyInfo.is_type(kind):
-            satellite = event.data.get("satellite") or {}
-            self.satellite_name = satellite.get("area") or satellite.get("name")
-        elif Ping.is_type(kind):
-            await self.send(Pong(text=Ping.from_event(event).text).event())
-        else:
-            log.debug("[%s] wyoming: ignoring %s", self.site_id, kind)
+            await self._synthesize(Synthesize.from_event(event).text)
+
+    async def _got_synthesize_start(self, event: WyEvent) -> None:
+        """synthesize-start: a text to speak arrives in chunks."""
+        self._need("tts")
+        self._open_run("wyoming-synthesize", Phase.SPEAKING)
+        self._stream_text, self._stream_started = "", None
+
+    async def _got_synthesize_chunk(self, event: WyEvent) -> None:
+        """synthesize-chunk: more of the streamed text."""
+        await self._synthesize_chunk(SynthesizeChunk.from_event(event).text)
+
+    async def _got_synthesize_stop(self, event: WyEvent) -> None:
+        """synthesize-stop: the streamed text is complete."""
+        await self._synthesize_stop()
+
+    async def _got_recognize(self, event: WyEvent) -> None:
+        """recognize: an intent request for a text."""
+        self._need("intent")
+        await self._recognize_request(Recognize.from_event(event).text)
+
+    async def _got_transcript(self, event: WyEvent) -> None:
+        """transcript: a text to answer (a peer that did its own speech-to-text)."""
+        await self._on_transcript(WyTranscript.from_event(event).text)
+
+    async def _got_intent(self, event: WyEvent) -> None:
+        """intent: an intent to handle."""
+        self._need("handle")
+        await self._handle_intent(WyIntent.from_event(event))
+
+    async def _got_run_satellite(self, event: WyEvent) -> None:
+        """run-satellite: the peer becomes a satellite of this server."""
+        await self._start_satellite(event.data.get("site_id") or event.data.get("name"))
+
+    async def _got_run_pipeline(self, event: WyEvent) -> None:
+        """run-pipeline: the satellite asks for a pipeline run."""
+        await self._run_pipeline(RunPipeline.from_event(event))
+
+    async def _got_pause_satellite(self, event: WyEvent) -> None:
+        """pause-satellite: the satellite stops streaming."""
+        await self._stop_satellite("paused")
+
+    async def _got_info(self, event: WyEvent) -> None:
+        """info: the peer's own description (a satellite's area or name)."""
+        satellite = event.data.get("satellite") or {}
+        self.satellite_name = satellite.get("area") or satellite.get("name")
+
+    async def _got_ping(self, event: WyEvent) -> None:
+        """ping: answer pong."""
+        await self.send(Pong(text=Ping.from_event(event).text).event())
 
     async def disconnect(self) -> None:
         """The peer went away: end its site's stream; runs in flight end quietly."""
@@ -569,3 +607,26 @@ class Session(AsyncEventHandler):
     async def _error(self, text: str, code: str) -> None:
         with contextlib.suppress(ConnectionError, OSError, RuntimeError):
             await self.send(Error(text=text, code=code).event())
+
+
+# what _dispatch does with each event type, tried in this order
+_EVENT_HANDLERS: tuple[tuple[Any, Callable[[Session, WyEvent], Awaitable[None]]], ...] = (
+    (WyomingChunk, Session._on_chunk),
+    (AudioStart, Session._got_audio_start),
+    (AudioStop, Session._got_audio_stop),
+    (Describe, Session._got_describe),
+    (Transcribe, Session._got_transcribe),
+    (Detect, Session._got_detect),
+    (Synthesize, Session._got_synthesize),
+    (SynthesizeStart, Session._got_synthesize_start),
+    (SynthesizeChunk, Session._got_synthesize_chunk),
+    (SynthesizeStop, Session._got_synthesize_stop),
+    (Recognize, Session._got_recognize),
+    (WyTranscript, Session._got_transcript),
+    (WyIntent, Session._got_intent),
+    (RunSatellite, Session._got_run_satellite),
+    (RunPipeline, Session._got_run_pipeline),
+    (PauseSatellite, Session._got_pause_satellite),
+    (WyInfo, Session._got_info),
+    (Ping, Session._got_ping),
+)

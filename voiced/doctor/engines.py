@@ -42,89 +42,9 @@ def onnx_distributions_check(onnx: OnnxProbe) -> Check | None:
 
 def engine_checks(ct2: Ct2Probe, onnx: OnnxProbe, torch_probe: TorchProbe) -> list[Check]:
     """CTranslate2, ONNX Runtime, and whether the CPU engines work."""
-    checks = []
-    amd = bool(torch_probe.hip_version) or torch_probe.backend == "rocm"
-    if not ct2.available:
-        checks.append(
-            Check(
-                "CTranslate2",
-                False,
-                ct2.reason,
-                "pip install ctranslate2 faster-whisper",
-                required=True,
-                section="engines",
-            )
-        )
-    else:
-        cpu_types = ", ".join(ct2.compute_types.get("cpu", ()))
-        build = {"rocm": "ROCm/HIP build", "cuda": "CUDA build", "cpu": "CPU build"}.get(
-            ct2.build, "build unknown"
-        )
-        ok: bool | None = True
-        fix = ""
-        if ct2.cuda_device_count:
-            kind = "ROCm" if ct2.gpu_backend == "rocm" else "CUDA"
-            detail = (
-                f"{ct2.version} ({build}): {ct2.cuda_device_count} {kind} device(s) "
-                f"({', '.join(ct2.compute_types.get('cuda', ()))}); CPU: {cpu_types}"
-            )
-        else:
-            detail = f"{ct2.version} ({build}): CPU ({cpu_types}); no GPU"
-            if amd and ct2.build == "rocm":
-                ok = None
-                detail += ": the ROCm build sees no AMD GPU"
-                fix = "check /dev/kfd access and HSA_OVERRIDE_GFX_VERSION (see the GPU section)"
-            elif amd:
-                detail += (
-                    "; this CTranslate2 is the PyPI (CUDA) build: on this AMD GPU "
-                    "whisper-ctranslate2 runs on the CPU (whisper-transformers uses the GPU)"
-                )
-                ok, fix = None, CT2_ROCM_HINT
-        checks.append(Check("CTranslate2", ok, detail, fix, section="engines"))
-    if not onnx.available:
-        checks.append(
-            Check(
-                "ONNX Runtime",
-                False,
-                onnx.reason,
-                "pip install onnxruntime",
-                required=True,
-                section="engines",
-            )
-        )
-    else:
-        gpu_providers = [
-            p
-            for p in onnx.providers
-            if p != "CPUExecutionProvider"
-            and p
-            in (
-                "ROCMExecutionProvider",
-                "MIGraphXExecutionProvider",
-                "CUDAExecutionProvider",
-                "TensorrtExecutionProvider",
-            )
-        ]
-        ok = True
-        fix = ""
-        if torch_probe.gpu and not gpu_providers:
-            ok = None
-            fix = (
-                "Piper runs on the CPU: for the GPU install onnxruntime-migraphx (AMD; "
-                "onnxruntime-rocm is deprecated, its last release is 1.22) or "
-                "onnxruntime-gpu (NVIDIA) in place of onnxruntime: pip uninstall -y "
-                "onnxruntime && pip install "
-                + ("onnxruntime-migraphx" if torch_probe.backend == "rocm" else "onnxruntime-gpu")
-            )
-        checks.append(
-            Check(
-                "ONNX Runtime",
-                ok,
-                f"{onnx.version}: {', '.join(onnx.providers)}",
-                fix,
-                section="engines",
-            )
-        )
+    checks = [ct2_check(ct2, torch_probe)]
+    checks.append(onnx_check(onnx, torch_probe))
+    if onnx.available:
         dists = onnx_distributions_check(onnx)
         if dists is not None:
             checks.append(dists)
@@ -147,3 +67,91 @@ def engine_checks(ct2: Ct2Probe, onnx: OnnxProbe, torch_probe: TorchProbe) -> li
         )
     )
     return checks
+
+
+def ct2_check(ct2: Ct2Probe, torch_probe: TorchProbe) -> Check:
+    """The CTranslate2 check: its build, the GPUs it sees, its CPU compute types."""
+    if not ct2.available:
+        return Check(
+            "CTranslate2",
+            False,
+            ct2.reason,
+            "pip install ctranslate2 faster-whisper",
+            required=True,
+            section="engines",
+        )
+    cpu_types = ", ".join(ct2.compute_types.get("cpu", ()))
+    build = {"rocm": "ROCm/HIP build", "cuda": "CUDA build", "cpu": "CPU build"}.get(
+        ct2.build, "build unknown"
+    )
+    if ct2.cuda_device_count:
+        kind = "ROCm" if ct2.gpu_backend == "rocm" else "CUDA"
+        detail = (
+            f"{ct2.version} ({build}): {ct2.cuda_device_count} {kind} device(s) "
+            f"({', '.join(ct2.compute_types.get('cuda', ()))}); CPU: {cpu_types}"
+        )
+        return Check("CTranslate2", True, detail, "", section="engines")
+    amd = bool(torch_probe.hip_version) or torch_probe.backend == "rocm"
+    ok, more, fix = _ct2_without_gpu(ct2, amd)
+    detail = f"{ct2.version} ({build}): CPU ({cpu_types}); no GPU{more}"
+    return Check("CTranslate2", ok, detail, fix, section="engines")
+
+
+def _ct2_without_gpu(ct2: Ct2Probe, amd: bool) -> tuple[bool | None, str, str]:
+    """A CTranslate2 that sees no GPU: (ok, what to add to the detail, fix)."""
+    if amd and ct2.build == "rocm":
+        return (
+            None,
+            ": the ROCm build sees no AMD GPU",
+            "check /dev/kfd access and HSA_OVERRIDE_GFX_VERSION (see the GPU section)",
+        )
+    if amd:
+        return (
+            None,
+            "; this CTranslate2 is the PyPI (CUDA) build: on this AMD GPU "
+            "whisper-ctranslate2 runs on the CPU (whisper-transformers uses the GPU)",
+            CT2_ROCM_HINT,
+        )
+    return True, "", ""
+
+
+_ONNX_GPU_PROVIDERS = (
+    "ROCMExecutionProvider",
+    "MIGraphXExecutionProvider",
+    "CUDAExecutionProvider",
+    "TensorrtExecutionProvider",
+)
+
+
+def onnx_check(onnx: OnnxProbe, torch_probe: TorchProbe) -> Check:
+    """The ONNX Runtime check: its providers, and a hint when a GPU has none."""
+    if not onnx.available:
+        return Check(
+            "ONNX Runtime",
+            False,
+            onnx.reason,
+            "pip install onnxruntime",
+            required=True,
+            section="engines",
+        )
+    gpu_providers = [
+        p for p in onnx.providers if p != "CPUExecutionProvider" and p in _ONNX_GPU_PROVIDERS
+    ]
+    ok: bool | None = True
+    fix = ""
+    if torch_probe.gpu and not gpu_providers:
+        ok = None
+        fix = (
+            "Piper runs on the CPU: for the GPU install onnxruntime-migraphx (AMD; "
+            "onnxruntime-rocm is deprecated, its last release is 1.22) or "
+            "onnxruntime-gpu (NVIDIA) in place of onnxruntime: pip uninstall -y "
+            "onnxruntime && pip install "
+            + ("onnxruntime-migraphx" if torch_probe.backend == "rocm" else "onnxruntime-gpu")
+        )
+    return Check(
+        "ONNX Runtime",
+        ok,
+        f"{onnx.version}: {', '.join(onnx.providers)}",
+        fix,
+        section="engines",
+    )

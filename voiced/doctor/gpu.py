@@ -75,17 +75,7 @@ def diagnose_gpu_error(text: str, arch: str = "", hip: bool = True) -> tuple[str
             "check that /opt/rocm/lib is in the library path (ldconfig)",
         )
     if any(marker.lower() in lowered for marker in GPU_ERRORS):
-        if hip:
-            return (
-                f"no GPU kernels for {base_arch(arch) or 'this GPU'} (hipErrorNoBinaryForGpu)",
-                rocm_override_fix(arch),
-            )
-        return (
-            "this torch build has no kernels for the GPU's compute capability "
-            f"{arch or ''}".rstrip(),
-            "install a torch build for your CUDA version that includes the card "
-            f"(pip install torch torchaudio --index-url {CUDA_TORCH_INDEX})",
-        )
+        return _no_kernels_diagnosis(arch, hip)
     if (
         "/dev/kfd" in lowered
         or "permission denied" in lowered
@@ -112,6 +102,20 @@ def diagnose_gpu_error(text: str, arch: str = "", hip: bool = True) -> tuple[str
         _first_line(text) or "the GPU test failed",
         "run `voiced doctor --json` and read "
         "the error; a ROCm card missing from the support list needs HSA_OVERRIDE_GFX_VERSION",
+    )
+
+
+def _no_kernels_diagnosis(arch: str, hip: bool) -> tuple[str, str]:
+    """(what went wrong, how to fix it) when torch has no kernels for the GPU."""
+    if hip:
+        return (
+            f"no GPU kernels for {base_arch(arch) or 'this GPU'} (hipErrorNoBinaryForGpu)",
+            rocm_override_fix(arch),
+        )
+    return (
+        f"this torch build has no kernels for the GPU's compute capability {arch or ''}".rstrip(),
+        "install a torch build for your CUDA version that includes the card "
+        f"(pip install torch torchaudio --index-url {CUDA_TORCH_INDEX})",
     )
 
 
@@ -152,6 +156,11 @@ def device_access_check(nodes: Iterable[DeviceNode], user: UserGroups) -> Check 
     blocked = [n for n in present if not n.accessible]
     if not blocked:
         return Check("GPU device access", True, ", ".join(n.path for n in present), section="gpu")
+    return _blocked_check(blocked, user)
+
+
+def _blocked_check(blocked: list[DeviceNode], user: UserGroups) -> Check:
+    """The failed access check for device nodes this user cannot open, and its fix."""
     groups = sorted({n.group for n in blocked if n.group})
     missing = [g for g in groups if g not in user.effective]
     paths = ", ".join(n.path for n in blocked)

@@ -89,63 +89,62 @@ def torchaudio_check(
         f"reinstall both from one index: pip install --force-reinstall torch=="
         f"{_public(torch_version) or '<version>'} torchaudio --index-url {index}"
     )
+    if import_error:
+        return _torchaudio_import_check(torch_probe, version, import_error, index, fix)
+    mismatch = _torchaudio_mismatch(torch_version, version, torch_spec)
+    if mismatch is not None:
+        return Check(name, False, mismatch, fix, section="gpu")
+    return Check(name, True, f"torch {torch_version}, torchaudio {version}", section="gpu")
+
+
+def _torchaudio_import_check(
+    torch_probe: TorchProbe, version: str, import_error: str, index: str, fix: str
+) -> Check:
+    """The failed check for a torchaudio that does not load, and its fix."""
+    name = "torch + torchaudio"
+    if _cuda_only_build(import_error) and not torch_probe.cuda_version:
+        backend = "ROCm" if torch_probe.hip_version else "CPU"
+        return Check(
+            name,
+            False,
+            f"torchaudio {version} is a CUDA build (the default wheel) and does not load "
+            f"beside the {backend} build of torch {torch_probe.version}: {import_error}",
+            # a plain install keeps this torch where it satisfies the torchaudio found,
+            # else takes a newer one of the same build from the same index
+            f"install the {backend} build of torchaudio: pip uninstall -y torchaudio && "
+            f"pip install torchaudio --index-url {index}",
+            section="gpu",
+        )
+    return Check(
+        name, False, f"torchaudio {version} does not load: {import_error}", fix, section="gpu"
+    )
+
+
+def _torchaudio_mismatch(torch_version: str, version: str, torch_spec: str | None) -> str | None:
+    """How a loading torchaudio does not match torch (its requirement, release or backend
+    tag); None when they match."""
     spec = (torch_spec or "").replace(" ", "")
     exact, floor = spec.startswith("=="), spec.startswith(">=")
     wanted = spec[2:]
-    if import_error:
-        if _cuda_only_build(import_error) and not torch_probe.cuda_version:
-            backend = "ROCm" if torch_probe.hip_version else "CPU"
-            return Check(
-                name,
-                False,
-                f"torchaudio {version} is a CUDA build (the default wheel) and does not load "
-                f"beside the {backend} build of torch {torch_version}: {import_error}",
-                # a plain install keeps this torch where it satisfies the torchaudio found,
-                # else takes a newer one of the same build from the same index
-                f"install the {backend} build of torchaudio: pip uninstall -y torchaudio && "
-                f"pip install torchaudio --index-url {index}",
-                section="gpu",
-            )
-        return Check(
-            name, False, f"torchaudio {version} does not load: {import_error}", fix, section="gpu"
-        )
     if exact and torch_version and _public(wanted) != _public(torch_version):
-        return Check(
-            name,
-            False,
+        return (
             f"torchaudio {version} was built for torch {wanted}, "
-            f"but torch {torch_version} is installed",
-            fix,
-            section="gpu",
+            f"but torch {torch_version} is installed"
         )
     if floor and torch_version and _numbers(torch_version) < _numbers(wanted):
-        return Check(
-            name,
-            False,
-            f"torchaudio {version} needs torch >= {wanted}, but torch {torch_version} is installed",
-            fix,
-            section="gpu",
+        return (
+            f"torchaudio {version} needs torch >= {wanted}, but torch {torch_version} is installed"
         )
     stable_abi = _numbers(version) >= (2, 9)
     if not stable_abi and torch_version and _release(version) != _release(torch_version):
-        return Check(
-            name,
-            False,
+        return (
             f"torchaudio {version} belongs to torch {_release(version)}, "
-            f"but torch {torch_version} is installed",
-            fix,
-            section="gpu",
+            f"but torch {torch_version} is installed"
         )
     tags = (_local_tag(torch_version), _local_tag(version))
     if all(tags) and _backend_of_tag(tags[0]) != _backend_of_tag(tags[1]):
-        return Check(
-            name,
-            False,
-            f"torch {torch_version} and torchaudio {version} are built for different backends",
-            fix,
-            section="gpu",
-        )
-    return Check(name, True, f"torch {torch_version}, torchaudio {version}", section="gpu")
+        return f"torch {torch_version} and torchaudio {version} are built for different backends"
+    return None
 
 
 def _backend_of_tag(tag: str) -> str:
@@ -161,83 +160,8 @@ def gpu_checks(
     matmul: bool = True,
 ) -> list[Check]:
     """torch build, devices, access, kernels, real fp16 matmul/conv1d/attention, torchaudio."""
-    checks: list[Check] = []
-    hip = bool(torch_probe.hip_version)
-    if torch_probe.backend == "unavailable":
-        what, fix = diagnose_gpu_error(torch_probe.reason, _arch(hw, torch_probe), True)
-        not_installed = "not installed" in torch_probe.reason
-        checks.append(
-            Check(
-                "torch",
-                None if not_installed else False,
-                torch_probe.reason if not_installed else what,
-                f"GPU engines need torch: pip install torch torchaudio --index-url "
-                f"{ROCM_TORCH_INDEX} (AMD) or {CUDA_TORCH_INDEX} (NVIDIA)"
-                if not_installed
-                else fix,
-                required=gpu_wanted,
-                section="gpu",
-            )
-        )
-    else:
-        build = (
-            f"ROCm {torch_probe.hip_version}"
-            if hip
-            else f"CUDA {torch_probe.cuda_version}"
-            if torch_probe.cuda_version
-            else "CPU-only"
-        )
-        checks.append(
-            Check(
-                "torch build",
-                True,
-                f"torch {torch_probe.version} ({build}); "
-                f"torch.version.hip = {torch_probe.hip_version or None}",
-                section="gpu",
-            )
-        )
-    if torch_probe.gpu:
-        names = ", ".join(f"{d.name} ({d.arch})" for d in torch_probe.devices)
-        choice = choose_torch_device("auto", probe=torch_probe)
-        checks.append(
-            Check(
-                "GPU",
-                True,
-                f"{torch_probe.backend}: {names}; torch engines use {choice.device}: "
-                f"{choice.reason}",
-                section="gpu",
-            )
-        )
-    else:
-        reason = gpu_absent_reason(hw, torch_probe)
-        failed_query = "failed" in torch_probe.reason
-        fix = ""
-        if failed_query:
-            _, fix = diagnose_gpu_error(torch_probe.reason, _arch(hw, torch_probe), hip)
-        elif (
-            hw.pci
-            and torch_probe.backend in ("cpu", "unavailable")
-            and not (torch_probe.hip_version or torch_probe.cuda_version)
-        ):
-            fix = (
-                f"a CPU-only torch cannot use the {hw.pci[0].split()[0]} card: pip install "
-                "--force-reinstall torch torchaudio --index-url "
-                f"{ROCM_TORCH_INDEX if hw.pci[0].startswith('AMD') else CUDA_TORCH_INDEX}"
-            )
-        else:
-            fix = (
-                "none needed on a CPU-only server: voiced runs Whisper (int8) and Piper on the CPU"
-            )
-        checks.append(
-            Check(
-                "GPU",
-                False if (gpu_wanted or failed_query) else None,
-                f"none usable: {reason}",
-                fix,
-                required=gpu_wanted,
-                section="gpu",
-            )
-        )
+    checks = [_torch_build_check(torch_probe, hw, gpu_wanted)]
+    checks.append(_gpu_check(torch_probe, hw, gpu_wanted))
     access = device_access_check(hw.nodes, user)
     if access is not None:
         access.required = gpu_wanted
@@ -248,17 +172,102 @@ def gpu_checks(
     if env_check is not None:
         checks.append(env_check)
     if torch_probe.gpu and matmul:
-        result, code, stderr = run_matmul()
-        chosen, _ = pick_gpu(torch_probe)
-        arch = (result or {}).get("arch") or (chosen or torch_probe.devices[0]).arch
-        if hip and result is not None and result.get("arch_list"):
-            checks.append(rocm_kernels_check(arch, result["arch_list"], override))
-        check = matmul_check(result, code, stderr, real_arch or arch, hip)
-        check.required = gpu_wanted
-        checks.append(check)
+        checks += _matmul_checks(torch_probe, real_arch, override, gpu_wanted)
     elif matmul:
         checks.append(Check("fp16 on the GPU", None, "skipped: no GPU for torch", section="gpu"))
     checks.append(torchaudio_check(torch_probe, *_torchaudio_facts()))
+    return checks
+
+
+def _torch_build_check(torch_probe: TorchProbe, hw: GpuHardware, gpu_wanted: bool) -> Check:
+    """The torch check: its build (ROCm, CUDA or CPU-only), or why it does not import."""
+    if torch_probe.backend == "unavailable":
+        what, fix = diagnose_gpu_error(torch_probe.reason, _arch(hw, torch_probe), True)
+        not_installed = "not installed" in torch_probe.reason
+        return Check(
+            "torch",
+            None if not_installed else False,
+            torch_probe.reason if not_installed else what,
+            f"GPU engines need torch: pip install torch torchaudio --index-url "
+            f"{ROCM_TORCH_INDEX} (AMD) or {CUDA_TORCH_INDEX} (NVIDIA)"
+            if not_installed
+            else fix,
+            required=gpu_wanted,
+            section="gpu",
+        )
+    build = (
+        f"ROCm {torch_probe.hip_version}"
+        if torch_probe.hip_version
+        else f"CUDA {torch_probe.cuda_version}"
+        if torch_probe.cuda_version
+        else "CPU-only"
+    )
+    return Check(
+        "torch build",
+        True,
+        f"torch {torch_probe.version} ({build}); "
+        f"torch.version.hip = {torch_probe.hip_version or None}",
+        section="gpu",
+    )
+
+
+def _gpu_check(torch_probe: TorchProbe, hw: GpuHardware, gpu_wanted: bool) -> Check:
+    """The GPU check: the devices torch sees and the one chosen, or why there is none."""
+    if torch_probe.gpu:
+        names = ", ".join(f"{d.name} ({d.arch})" for d in torch_probe.devices)
+        choice = choose_torch_device("auto", probe=torch_probe)
+        return Check(
+            "GPU",
+            True,
+            f"{torch_probe.backend}: {names}; torch engines use {choice.device}: {choice.reason}",
+            section="gpu",
+        )
+    reason = gpu_absent_reason(hw, torch_probe)
+    failed_query = "failed" in torch_probe.reason
+    return Check(
+        "GPU",
+        False if (gpu_wanted or failed_query) else None,
+        f"none usable: {reason}",
+        _gpu_absent_fix(torch_probe, hw, failed_query),
+        required=gpu_wanted,
+        section="gpu",
+    )
+
+
+def _gpu_absent_fix(torch_probe: TorchProbe, hw: GpuHardware, failed_query: bool) -> str:
+    """The fix when torch has no usable GPU: for a failed query, a CPU-only torch beside a
+    card, or none needed."""
+    if failed_query:
+        hip = bool(torch_probe.hip_version)
+        _, fix = diagnose_gpu_error(torch_probe.reason, _arch(hw, torch_probe), hip)
+        return fix
+    if (
+        hw.pci
+        and torch_probe.backend in ("cpu", "unavailable")
+        and not (torch_probe.hip_version or torch_probe.cuda_version)
+    ):
+        return (
+            f"a CPU-only torch cannot use the {hw.pci[0].split()[0]} card: pip install "
+            "--force-reinstall torch torchaudio --index-url "
+            f"{ROCM_TORCH_INDEX if hw.pci[0].startswith('AMD') else CUDA_TORCH_INDEX}"
+        )
+    return "none needed on a CPU-only server: voiced runs Whisper (int8) and Piper on the CPU"
+
+
+def _matmul_checks(
+    torch_probe: TorchProbe, real_arch: str, override: str | None, gpu_wanted: bool
+) -> list[Check]:
+    """The real fp16 work on the GPU, and before it (ROCm) whether torch has its kernels."""
+    hip = bool(torch_probe.hip_version)
+    checks = []
+    result, code, stderr = run_matmul()
+    chosen, _ = pick_gpu(torch_probe)
+    arch = (result or {}).get("arch") or (chosen or torch_probe.devices[0]).arch
+    if hip and result is not None and result.get("arch_list"):
+        checks.append(rocm_kernels_check(arch, result["arch_list"], override))
+    check = matmul_check(result, code, stderr, real_arch or arch, hip)
+    check.required = gpu_wanted
+    checks.append(check)
     return checks
 
 
