@@ -194,10 +194,9 @@ def constrained_decode(
     word pair of a sentence from one template (the graph's pairs alone mix templates: "what
     is the" + "the next" gave "what is the next")."""
     fits = grammar.fits if one_template else (lambda said, before, word: -1)
-    floor = free_logprob - PRUNE
+    search = _Search(grammar, fits, free_logprob - PRUNE)
     prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
     beams = [_Beam((), 0.0, START, grammar.after(START))]
-    done: dict[tuple[int, ...], tuple[float, float]] = {}  # finished -> (mean, end) log-prob
     for step in range(max_tokens):
         if not beams:
             break
@@ -206,38 +205,77 @@ def constrained_decode(
             first.append(rows[0])
         grown: dict[tuple[Any, ...], _Beam] = {}
         for b, row in zip(beams, rows, strict=True):
-            for token, word, node, comma, ended in _steps(b, grammar):
-                said = fits(b.said, b.word, word) if ended else b.said
-                if not said:  # no one template says these words together: "what is the next"
-                    continue
-                if token is None:  # the end: "." "?" "!" or end of text, whichever is likeliest
-                    if not fits(said, word, END):
-                        continue
-                    ending = max(float(row[t]) for t in grammar.end_tokens)
-                    mean = (b.logprob + ending) / (len(b.tokens) + 1)
-                    done[b.tokens] = max(done.get(b.tokens, (-99.0, 0.0)), (mean, ending))
-                    continue
-                pairs = b.pairs
-                if ended:  # a word ended: no word pair twice (the graph's cycles), one comma
-                    pair = (",", ",") if comma else (b.word, word)
-                    if pair in pairs:
-                        continue
-                    pairs = pairs | {pair}
-                logprob = b.logprob + float(row[token])
-                if step >= PRUNE_AFTER and logprob / (step + 1) < floor:
-                    continue  # far below what Whisper heard freely: chatter, stop early
-                words = (*b.words, word) if ended else b.words
-                new = _Beam((*b.tokens, token), logprob, word, node, comma, pairs, said, words)
-                # one beam per reading: "What is" and "what is" are one hypothesis, not two
-                key = (words, id(node), comma)
-                if key not in grown or grown[key].logprob < new.logprob:
-                    grown[key] = new
+            search.grow(b, row, step, grown)
         beams = sorted(grown.values(), key=lambda b: -b.logprob)[:beam]
     found: dict[str, Constrained] = {}  # the best spelling of each sentence
-    for tokens, (mean, ending) in sorted(done.items(), key=lambda kv: -kv[1][0]):
+    for tokens, (mean, ending) in sorted(search.done.items(), key=lambda kv: -kv[1][0]):
         text = tokenizer.decode(list(tokens)).strip()
         found.setdefault(text.casefold(), Constrained(text, mean, ending))
     return list(found.values())[:results]
+
+
+@dataclass
+class _Search:
+    """One constrained search's rules and the sentences it has finished."""
+
+    grammar: TokenGrammar
+    fits: Callable[[int, str, str], int]
+    floor: float
+    """Least mean log-probability a token of a partial sentence past ``PRUNE_AFTER``."""
+    done: dict[tuple[int, ...], tuple[float, float]] = field(default_factory=dict)
+    """Finished sentences' tokens -> (mean, end) log-probability."""
+
+    def grow(
+        self, b: _Beam, row: np.ndarray, step: int, grown: dict[tuple[Any, ...], _Beam]
+    ) -> None:
+        """Every reading one token longer than ``b`` into ``grown`` (the best per reading),
+        and ``b`` ended into ``done`` where the grammar lets it end."""
+        for token, word, node, comma, ended in _steps(b, self.grammar):
+            said = self.fits(b.said, b.word, word) if ended else b.said
+            if not said:  # no one template says these words together: "what is the next"
+                continue
+            if token is None:  # the end: "." "?" "!" or end of text, whichever is likeliest
+                self._end(b, row, said, word)
+                continue
+            new = self._next(b, row, step, token, word, node, comma, ended, said)
+            if new is None:
+                continue
+            # one beam per reading: "What is" and "what is" are one hypothesis, not two
+            key = (new.words, id(node), comma)
+            if key not in grown or grown[key].logprob < new.logprob:
+                grown[key] = new
+
+    def _end(self, b: _Beam, row: np.ndarray, said: int, word: str) -> None:
+        if not self.fits(said, word, END):
+            return
+        ending = max(float(row[t]) for t in self.grammar.end_tokens)
+        mean = (b.logprob + ending) / (len(b.tokens) + 1)
+        self.done[b.tokens] = max(self.done.get(b.tokens, (-99.0, 0.0)), (mean, ending))
+
+    def _next(
+        self,
+        b: _Beam,
+        row: np.ndarray,
+        step: int,
+        token: int,
+        word: str,
+        node: _Node,
+        comma: bool,
+        ended: bool,
+        said: int,
+    ) -> _Beam | None:
+        """``b`` and ``token``, or None where a word pair comes twice or it falls too low."""
+        pairs = b.pairs
+        if ended:  # a word ended: no word pair twice (the graph's cycles), one comma
+            pair = (",", ",") if comma else (b.word, word)
+            if pair in pairs:
+                return None
+            pairs = pairs | {pair}
+        logprob = b.logprob + float(row[token])
+        if step >= PRUNE_AFTER and logprob / (step + 1) < self.floor:
+            return None  # far below what Whisper heard freely: chatter, stop early
+        words = (*b.words, word) if ended else b.words
+        return _Beam((*b.tokens, token), logprob, word, node, comma, pairs, said, words)
 
 
 def _steps(b: _Beam, grammar: TokenGrammar) -> list[tuple[int | None, str, _Node, bool, bool]]:

@@ -128,56 +128,93 @@ def pick_rescored(
     if not candidates:
         return None, "no sentence of this home near what was heard"
     free_texts = references or heard[:1]
-    best: dict[str, tuple[float, str]] = {}  # candidate -> (score, the form that scored it)
-
-    def measure(more: list[str], also: tuple[str, ...] = ()) -> list[tuple[float, str]]:
-        """Score ``more`` candidates (the likeliest few in their other forms too) and the
-        texts ``also`` in the same batch; all candidates ranked, best first."""
-        written = {c: (forms(c) if forms else None) or [c] for c in more}
-        values = score([*also, *(written[c][0] for c in more)])[len(also) :]
-        best.update((c, (value, written[c][0])) for c, value in zip(more, values, strict=True))
-        if forms is not None:  # one more batch
-            top = sorted(more, key=lambda c: -best[c][0])[:RESHAPED]
-            reshaped = [(c, f) for c in top for f in written[c][1:]]
-            values = score([f for _, f in reshaped]) if reshaped else []
-            for (c, f), value in zip(reshaped, values, strict=True):
-                best[c] = max(best[c], (value, f))
-        return sorted(((value, c) for c, (value, _) in best.items()), reverse=True)
-
-    ranked = measure(candidates, also=tuple(free_texts))
+    scored = _Scored(score, forms)
+    ranked = scored.rank(candidates, also=tuple(free_texts))
     free = max(score(free_texts))
     winner, clash = _first_command(ranked[:CHECKS], rescorer, separation)
-    variants = getattr(rescorer, "command_variants", None)
-    if winner is None and clash is None and callable(variants):
-        # the best-scored mean nothing: their first word may be the slip ("in the back
-        # door locked" for "is the back door locked")
-        offered = [v for v in variants([text for _, text in ranked[:CHECKS]]) if v not in best]
-        if offered:
-            ranked = measure(offered)
-            winner, clash = _first_command(ranked[:CHECKS], rescorer, separation)
+    if winner is None and clash is None:
+        winner, clash, ranked = _other_first_words(ranked, rescorer, scored, separation)
     if clash is not None:
         return None, clash
     if winner is None:
-        return None, f"none of the {len(best)} nearest sentences is a command here"
+        return None, f"none of the {len(scored.best)} nearest sentences is a command here"
     value, text, meaning = winner
     if lost := _names_lost(heard_names, text):
-        # the same command said another way, as near, may keep them ("what is the weather"
-        # and "... like", for "What is the way of the light?")
-        alike = (
-            (v, t)
-            for v, t in ranked[:CHECKS]
-            if value - v < separation and not _names_lost(heard_names, t)
-        )
-        keeping = next((vt for vt in alike if rescorer.command_meaning(vt[1]) == meaning), None)
+        keeping = _keeping_names(ranked, rescorer, heard_names, value, meaning, separation)
         if keeping is None:
             return None, f"{text!r} leaves out {', '.join(lost)!r}: a name of this home, heard"
         value, text = keeping
     if free - value > drop:
         return None, f"{text!r} scores {free - value:.2f} below what was heard (most {drop})"
-    if rival := _number_rival(text, best[text][1], value, heard, free_texts, score, separation):
+    form = scored.best[text][1]
+    if rival := _number_rival(text, form, value, heard, free_texts, score, separation):
         return None, rival
     why = f"{text!r}: best of {len(candidates)} home sentences, {free - value:.2f} below"
-    return Rescored(text, value, free, why, best[text][1]), why
+    return Rescored(text, value, free, why, form), why
+
+
+class _Scored:
+    """Candidates scored against the audio, each in its best surface form."""
+
+    def __init__(
+        self, score: Callable[[list[str]], list[float]], forms: Callable[[str], list[str]] | None
+    ) -> None:
+        self.score, self.forms = score, forms
+        self.best: dict[str, tuple[float, str]] = {}  # candidate -> (score, its best form)
+
+    def rank(self, more: list[str], also: tuple[str, ...] = ()) -> list[tuple[float, str]]:
+        """Score ``more`` candidates (the likeliest few in their other forms too) and the
+        texts ``also`` in the same batch; all candidates ranked, best first."""
+        forms, best = self.forms, self.best
+        written = {c: (forms(c) if forms else None) or [c] for c in more}
+        values = self.score([*also, *(written[c][0] for c in more)])[len(also) :]
+        best.update((c, (value, written[c][0])) for c, value in zip(more, values, strict=True))
+        if forms is not None:  # one more batch
+            top = sorted(more, key=lambda c: -best[c][0])[:RESHAPED]
+            reshaped = [(c, f) for c in top for f in written[c][1:]]
+            values = self.score([f for _, f in reshaped]) if reshaped else []
+            for (c, f), value in zip(reshaped, values, strict=True):
+                best[c] = max(best[c], (value, f))
+        return sorted(((value, c) for c, (value, _) in best.items()), reverse=True)
+
+
+def _other_first_words(
+    ranked: list[tuple[float, str]],
+    rescorer: Rescorer,
+    scored: _Scored,
+    separation: float,
+) -> tuple[Any, str | None, list[tuple[float, str]]]:
+    """When the best-scored mean nothing, their first word may be the slip ("in the back door
+    locked" for "is the back door locked"): the rescorer's variants, scored and checked, and
+    the ranking with them (``ranked`` where there are none)."""
+    variants = getattr(rescorer, "command_variants", None)
+    if not callable(variants):
+        return None, None, ranked
+    top = [text for _, text in ranked[:CHECKS]]
+    offered = [v for v in variants(top) if v not in scored.best]
+    if not offered:
+        return None, None, ranked
+    ranked = scored.rank(offered)
+    winner, clash = _first_command(ranked[:CHECKS], rescorer, separation)
+    return winner, clash, ranked
+
+
+def _keeping_names(
+    ranked: list[tuple[float, str]],
+    rescorer: Rescorer,
+    heard_names: frozenset[str],
+    value: float,
+    meaning: Any,
+    separation: float,
+) -> tuple[float, str] | None:
+    """The same command said another way, as near, that keeps the names heard ("what is the
+    weather" and "... like", for "What is the way of the light?"), or None."""
+    alike = (
+        (v, t)
+        for v, t in ranked[:CHECKS]
+        if value - v < separation and not _names_lost(heard_names, t)
+    )
+    return next((vt for vt in alike if rescorer.command_meaning(vt[1]) == meaning), None)
 
 
 def _name_words(text: str) -> set[str]:

@@ -14,7 +14,7 @@ domain and attributes as match context, as Home Assistant does), ``area`` and ``
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,32 +112,35 @@ class Home:
 
     def match(self, slots: dict[str, Any]) -> list[Entity]:
         """Entities an intent's slots point at (name, area, floor, domain, device_class)."""
-        name = slots.get("name")
-        if name == "all":  # "turn off all the fans": Home Assistant ignores this name
-            name = None
-        names = {_fold(n) for n in (name if isinstance(name, list) else [name])} if name else None
+        tests = self._tests(slots)
+        if tests is None:
+            return []
+        return [entity for entity in self.entities if all(test(entity) for test in tests)]
+
+    def _tests(self, slots: dict[str, Any]) -> list[Callable[[Entity], bool]] | None:
+        """What an entity must be for ``slots`` (None: an area or floor this home lacks)."""
         area = self.area_by_name(str(slots["area"])) if slots.get("area") else None
         floor = self.floor_by_name(str(slots["floor"])) if slots.get("floor") else None
         if (slots.get("area") and area is None) or (slots.get("floor") and floor is None):
-            return []
-        domains = _as_set(slots.get("domain"))
-        classes = _as_set(slots.get("device_class"))
-        found = []
-        for entity in self.entities:
-            if names is not None and not names & {_fold(n) for n in entity.names}:
-                continue
-            if area is not None and entity.area_id != area.id:
-                continue
-            if floor is not None:
-                entity_area = self.area(entity.area_id)
-                if entity_area is None or entity_area.floor_id != floor.id:
-                    continue
-            if domains and entity.domain not in domains:
-                continue
-            if classes and entity.attributes.get("device_class") not in classes:
-                continue
-            found.append(entity)
-        return found
+            return None
+        tests: list[Callable[[Entity], bool]] = []
+        names = _names_asked(slots)
+        if names is not None:
+            tests.append(lambda e: bool(names & {_fold(n) for n in e.names}))
+        if area is not None:
+            tests.append(lambda e: e.area_id == area.id)
+        if floor is not None:
+            tests.append(lambda e: self._on_floor(e, floor))
+        if domains := _as_set(slots.get("domain")):
+            tests.append(lambda e: e.domain in domains)
+        if classes := _as_set(slots.get("device_class")):
+            tests.append(lambda e: e.attributes.get("device_class") in classes)
+        return tests
+
+    def _on_floor(self, entity: Entity, floor: Floor) -> bool:
+        """Whether ``entity``'s area is on ``floor``."""
+        entity_area = self.area(entity.area_id)
+        return entity_area is not None and entity_area.floor_id == floor.id
 
 
 def load_home(path: str | Path) -> Home:
@@ -162,49 +165,57 @@ def home_from_dict(data: dict[str, Any], source: str = "(dict)") -> Home:
         Floor(str(_need(f, "id", source, "floors", i)), *_names(f, source, "floors", i))
         for i, f in enumerate(data.get("floors") or [])
     ]
-    areas = []
-    for i, raw in enumerate(data.get("areas") or []):
-        name, aliases = _names(raw, source, "areas", i)
-        floor = raw.get("floor")
-        areas.append(
-            Area(
-                str(_need(raw, "id", source, "areas", i)),
-                name,
-                str(floor) if floor else None,
-                aliases,
-            )
-        )
-    entities = []
-    for i, raw in enumerate(data.get("entities") or []):
-        entity_id = str(_need(raw, "id", source, "entities", i))
-        if "." not in entity_id:
-            raise HomeError(f"{source}: entities[{i}].id {entity_id!r} must be domain.object_id")
-        name, aliases = _names(raw, source, "entities", i)
-        state = raw.get("state", "")
-        human = None
-        if isinstance(state, dict):  # {in: what people say, out: Home Assistant's state}
-            human, state = str(state.get("in", "")), str(state.get("out", ""))
-        area = raw.get("area")
-        entities.append(
-            Entity(
-                entity_id,
-                name,
-                str(area) if area else None,
-                str(state),
-                human,
-                dict(raw.get("attributes") or {}),
-                aliases,
-            )
-        )
+    areas = [_area(raw, source, i) for i, raw in enumerate(data.get("areas") or [])]
+    entities = [_entity(raw, source, i) for i, raw in enumerate(data.get("entities") or [])]
+    _check_references(floors, areas, entities, source)
+    return Home(floors, areas, entities, source)
+
+
+def _names_asked(slots: dict[str, Any]) -> set[str] | None:
+    """The folded names an intent's ``name`` slot asks for (None: any name)."""
+    name = slots.get("name")
+    if not name or name == "all":  # "turn off all the fans": Home Assistant ignores this name
+        return None
+    return {_fold(n) for n in (name if isinstance(name, list) else [name])}
+
+
+def _check_references(
+    floors: list[Floor], areas: list[Area], entities: list[Entity], source: str
+) -> None:
+    """Every floor an area names and every area an entity names is in the home."""
     known_floors = {f.id for f in floors}
-    known_areas = {a.id for a in areas}
     for a in areas:
         if a.floor_id and a.floor_id not in known_floors:
             raise HomeError(f"{source}: area {a.name!r} names unknown floor {a.floor_id!r}")
+    known_areas = {a.id for a in areas}
     for e in entities:
         if e.area_id and e.area_id not in known_areas:
             raise HomeError(f"{source}: entity {e.id!r} names unknown area {e.area_id!r}")
-    return Home(floors, areas, entities, source)
+
+
+def _area(raw: Any, source: str, index: int) -> Area:
+    """One ``areas`` entry of a home file."""
+    name, aliases = _names(raw, source, "areas", index)
+    floor = raw.get("floor")
+    area_id = str(_need(raw, "id", source, "areas", index))
+    return Area(area_id, name, str(floor) if floor else None, aliases)
+
+
+def _entity(raw: Any, source: str, index: int) -> Entity:
+    """One ``entities`` entry of a home file."""
+    entity_id = str(_need(raw, "id", source, "entities", index))
+    if "." not in entity_id:
+        raise HomeError(f"{source}: entities[{index}].id {entity_id!r} must be domain.object_id")
+    name, aliases = _names(raw, source, "entities", index)
+    state = raw.get("state", "")
+    human = None
+    if isinstance(state, dict):  # {in: what people say, out: Home Assistant's state}
+        human, state = str(state.get("in", "")), str(state.get("out", ""))
+    area = raw.get("area")
+    attributes = dict(raw.get("attributes") or {})
+    return Entity(
+        entity_id, name, str(area) if area else None, str(state), human, attributes, aliases
+    )
 
 
 def _names(raw: Any, source: str, section: str, index: int) -> tuple[str, tuple[str, ...]]:

@@ -27,9 +27,9 @@ from __future__ import annotations
 import heapq
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import lru_cache
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -115,61 +115,84 @@ the graph, said once at WARNING, and the rest of the graph serves)."""
 
 def _unglue(pairs: set[tuple[str, str]]) -> set[tuple[str, str]]:
     """Word pairs with glued pieces joined into whole words and space nodes left out."""
-    following: dict[str, set[str]] = {}
-    for a, b in pairs:
-        following.setdefault(a, set()).add(b)
+    pieces = _Pieces(pairs)
+    out: set[tuple[str, str]] = set()
+    for node in pieces.starts():
+        for word, end in pieces.words_from(node):
+            out.update(pieces.pairs_after(word, end))
+            if len(out) > MAX_PAIRS:
+                raise GraphTooLarge(f"more than {MAX_PAIRS} word pairs")
+    return out
 
-    @cache
-    def after(node: str) -> frozenset[tuple[str, bool]]:
+
+class _Pieces:
+    """A template graph's pieces (words, glued word pieces, space nodes) and what follows."""
+
+    def __init__(self, pairs: set[tuple[str, str]]) -> None:
+        self.following: dict[str, set[str]] = {}
+        for a, b in pairs:
+            self.following.setdefault(a, set()).add(b)
+        self._after: dict[str, frozenset[tuple[str, bool]]] = {}
+        self._words: dict[tuple[str, int], tuple[tuple[str, str], ...]] = {}
+
+    def after(self, node: str) -> frozenset[tuple[str, bool]]:
         """The pieces that may follow ``node``, and whether a space is crossed to get there."""
-        out: set[tuple[str, bool]] = set()
-        todo, seen = [(n, False) for n in following.get(node, ())], set()
-        while todo:
-            nxt, spaced = todo.pop()
-            if nxt.startswith(SPACE):
-                if nxt not in seen:
+        if node not in self._after:
+            out: set[tuple[str, bool]] = set()
+            todo, seen = [(n, False) for n in self.following.get(node, ())], set()
+            while todo:
+                nxt, spaced = todo.pop()
+                if not nxt.startswith(SPACE):
+                    out.add((nxt, spaced))
+                elif nxt not in seen:
                     seen.add(nxt)
-                    todo.extend((n, True) for n in following.get(nxt, ()))
-            else:
-                out.add((nxt, spaced))
-        return frozenset(out)
+                    todo.extend((n, True) for n in self.following.get(nxt, ()))
+            self._after[node] = frozenset(out)
+        return self._after[node]
 
-    def joins(node: str, spaced: bool) -> bool:
-        return not spaced and node.startswith(GLUE)
-
-    @cache
-    def words_from(node: str, depth: int = 0) -> tuple[tuple[str, str], ...]:
+    def words_from(self, node: str, depth: int = 0) -> tuple[tuple[str, str], ...]:
         """(whole word, the piece it ends on) for a word starting at ``node``."""
+        key = (node, depth)
+        if key not in self._words:
+            self._words[key] = self._spelled(node, depth)
+        return self._words[key]
+
+    def _spelled(self, node: str, depth: int) -> tuple[tuple[str, str], ...]:
         base = node.strip(GLUE)
         if not node.endswith(GLUE) or depth > 3:
             return ((base, node),)
         out = []
         ends_here = False
-        for nxt, spaced in after(node):
-            if joins(nxt, spaced):
-                out.extend((base + rest, end) for rest, end in words_from(nxt, depth + 1))
+        for nxt, spaced in self.after(node):
+            if _joins(nxt, spaced):
+                out.extend((base + rest, end) for rest, end in self.words_from(nxt, depth + 1))
             else:
                 ends_here = True
         if ends_here:
             out.append((base, node))
         return tuple(out)
 
-    out: set[tuple[str, str]] = set()
-    starts = {START} | {n for n, spaced in after(START)}
-    for node in following:  # a piece starts a word unless it runs on from a glued one
-        glued = node.endswith(GLUE)
-        starts.update(n for n, spaced in after(node) if not (glued and joins(n, spaced)))
-    for node in starts:
-        for word, end in words_from(node):
-            for nxt, spaced in after(end):
-                if end.endswith(GLUE) and joins(nxt, spaced):
-                    continue  # part of this word, joined above
-                for word2, _ in words_from(nxt):
-                    if word and word2:
-                        out.add((word, word2))
-            if len(out) > MAX_PAIRS:
-                raise GraphTooLarge(f"more than {MAX_PAIRS} word pairs")
-    return out
+    def starts(self) -> set[str]:
+        """The pieces a word starts on: any piece unless it runs on from a glued one."""
+        starts = {START} | {n for n, _ in self.after(START)}
+        for node in self.following:
+            glued = node.endswith(GLUE)
+            starts.update(n for n, spaced in self.after(node) if not (glued and _joins(n, spaced)))
+        return starts
+
+    def pairs_after(self, word: str, end: str) -> Iterator[tuple[str, str]]:
+        """``word`` (ending on the piece ``end``) and each whole word that may follow it."""
+        for nxt, spaced in self.after(end):
+            if end.endswith(GLUE) and _joins(nxt, spaced):
+                continue  # part of this word, joined in words_from
+            for word2, _ in self.words_from(nxt):
+                if word and word2:
+                    yield word, word2
+
+
+def _joins(node: str, spaced: bool) -> bool:
+    """Whether ``node`` runs on from the piece before it (a glued piece, no space between)."""
+    return not spaced and node.startswith(GLUE)
 
 
 @dataclass
@@ -229,20 +252,14 @@ class _GraphBuilder:
         self._list_shapes: dict[str, _Shape] = {}
 
     def shape(self, expr: Expression, rules: dict[str, Any]) -> _Shape:
+        """What ``expr`` contributes to the graph (its first and last words, its pairs)."""
         if isinstance(expr, TextChunk):
             pieces = _chunk_tokens(expr.text, f"{SPACE}{id(expr)}", self.unspaced)
             return _words(pieces)  # a number word a template spells is a word, not a number
         if isinstance(expr, Alternative):
             return _either((self.shape(i, rules) for i in expr.items), expr.is_optional)
-        if isinstance(expr, Permutation):  # any order: every item may follow every other
-            shapes = [self.shape(i, rules) for i in expr.items]
-            out = _either(shapes)
-            out.empty = all(s.empty for s in shapes)
-            for a in shapes:
-                for b in shapes:
-                    if a is not b:
-                        out.pairs.update((x, y) for x in a.last for y in b.first)
-            return out
+        if isinstance(expr, Permutation):
+            return self._permutation(expr, rules)
         if isinstance(expr, Sequence):
             out = _Shape()
             for item in expr.items:
@@ -251,15 +268,30 @@ class _GraphBuilder:
         if isinstance(expr, ListReference):
             return self._list(expr.list_name, rules)
         if isinstance(expr, RuleReference):
-            body = rules.get(expr.rule_name)
-            if body is None:
-                return _Shape()
-            key = id(body)
-            if key not in self._rule_shapes:
-                self._rule_shapes[key] = _Shape()  # a rule that refers to itself: stop there
-                self._rule_shapes[key] = self.shape(body.expression, rules)
-            return self._rule_shapes[key]
+            return self._rule(expr.rule_name, rules)
         return _Shape()
+
+    def _permutation(self, expr: Permutation, rules: dict[str, Any]) -> _Shape:
+        """Items in any order: every item may follow every other."""
+        shapes = [self.shape(i, rules) for i in expr.items]
+        out = _either(shapes)
+        out.empty = all(s.empty for s in shapes)
+        for a in shapes:
+            for b in shapes:
+                if a is not b:
+                    out.pairs.update((x, y) for x in a.last for y in b.first)
+        return out
+
+    def _rule(self, name: str, rules: dict[str, Any]) -> _Shape:
+        """An expansion rule's shape, made once (a rule that refers to itself stops there)."""
+        body = rules.get(name)
+        if body is None:
+            return _Shape()
+        key = id(body)
+        if key not in self._rule_shapes:
+            self._rule_shapes[key] = _Shape()
+            self._rule_shapes[key] = self.shape(body.expression, rules)
+        return self._rule_shapes[key]
 
     def _list(self, name: str, rules: dict[str, Any]) -> _Shape:
         if name in self._list_shapes:
@@ -319,6 +351,22 @@ class SoundsLike(Protocol):
     """A language's sound of words (phonemes.py): how alike a word sounds to others, 0..1."""
 
     def alike(self, word: str, others: Sequence[str]) -> dict[str, float]: ...
+
+
+_State = tuple[float, int, int, str, tuple[str, ...], int]
+"""A reading being walked: (cost, edits, position, last graph word, words said, heard words
+dropped)."""
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """What ``SentenceGraph.candidates`` walks: the words heard and its bounds."""
+
+    words: list[str]
+    surface: list[str]
+    skip: set[str]
+    wide: bool
+    max_cost: float
 
 
 class SentenceGraph:
@@ -440,46 +488,71 @@ class SentenceGraph:
         if not words or len(words) > 24:
             return []
         skip = {w for s in skip_words for w in [s.casefold()] if " " not in w}
-        # state: (cost, edits, position, last graph word, emitted words, heard words dropped)
-        heap: list[tuple[float, int, int, str, tuple[str, ...], int]] = [(0.0, 0, 0, START, (), 0)]
+        walk = _Walk(words, surface, skip, wide, max_cost)
+        heap: list[_State] = [(0.0, 0, 0, START, (), 0)]
         best: dict[tuple[int, str, int], float] = {}
         out: dict[str, Candidate] = {}
         while heap and len(out) < limit:
             cost, edits, pos, last, said, dropped = heapq.heappop(heap)
             if pos == len(words):
-                # as many words kept as changed: "help" alone is not "hello", and a stutter
-                # dropped is not a word kept ("na na" is not "an")
-                if self.allows(last, END) and edits and edits <= len(words) - edits - dropped:
-                    joined = " ".join(said)
-                    out.setdefault(joined, Candidate(joined, round(cost, 3), edits))
+                self._finish(out, len(words), cost, edits, last, said, dropped)
                 continue
-            key = (pos, last, edits)
-            if best.get(key, 99.0) < cost - 1e-9:
+            if best.get((pos, last, edits), 99.0) < cost - 1e-9:
                 continue
-            for step, spent, changed, emitted in self._steps(words, pos, skip, last, wide):
-                if not changed and emitted:
-                    emitted = (surface[pos],)
-                new_cost, new_edits = cost + spent, edits + changed
-                if new_cost > max_cost + 1e-9 or new_edits > MAX_EDITS:
+            for state in self._grown(walk, (cost, edits, pos, last, said, dropped)):
+                key = (state[2], state[3], state[1])
+                if best.get(key, 99.0) <= state[0] - 1e-9:
                     continue
-                state, ok = last, True
-                for word in emitted:
-                    token = word.replace("'", "")
-                    if not self.allows(state, token):
-                        token = self.numbers.token(token)  # a number a range list takes
-                        if not self.allows(state, token):
-                            ok = False
-                            break
-                    state = token
-                if not ok:
-                    continue
-                nkey = (pos + step, state, new_edits)
-                if best.get(nkey, 99.0) <= new_cost - 1e-9:
-                    continue
-                best[nkey] = new_cost
-                gone = dropped + (step if not emitted else 0)
-                heapq.heappush(heap, (new_cost, new_edits, pos + step, state, said + emitted, gone))
+                best[key] = state[0]
+                heapq.heappush(heap, state)
         return sorted(out.values(), key=lambda c: (c.cost, c.edits))
+
+    def _finish(
+        self,
+        out: dict[str, Candidate],
+        heard: int,
+        cost: float,
+        edits: int,
+        last: str,
+        said: tuple[str, ...],
+        dropped: int,
+    ) -> None:
+        """A reading at the end of what was heard, kept when the graph may end there and as
+        many words were kept as changed: "help" alone is not "hello", and a stutter dropped is
+        not a word kept ("na na" is not "an")."""
+        if self.allows(last, END) and edits and edits <= heard - edits - dropped:
+            joined = " ".join(said)
+            out.setdefault(joined, Candidate(joined, round(cost, 3), edits))
+
+    def _grown(self, walk: _Walk, state: _State) -> Iterator[_State]:
+        """The readings one step on from ``state`` within the walk's cost and edit bounds."""
+        cost, edits, pos, last, said, dropped = state
+        for step, spent, changed, emitted in self._steps(
+            walk.words, pos, walk.skip, last, walk.wide
+        ):
+            if not changed and emitted:
+                emitted = (walk.surface[pos],)
+            new_cost, new_edits = cost + spent, edits + changed
+            if new_cost > walk.max_cost + 1e-9 or new_edits > MAX_EDITS:
+                continue
+            node = self._through(last, emitted)
+            if node is None:
+                continue
+            gone = dropped + (step if not emitted else 0)
+            yield (new_cost, new_edits, pos + step, node, said + emitted, gone)
+
+    def _through(self, last: str, emitted: tuple[str, ...]) -> str | None:
+        """The graph word reached from ``last`` saying ``emitted`` (None: the graph has no
+        such way; a number a range list takes stands for itself)."""
+        state = last
+        for word in emitted:
+            token = word.replace("'", "")
+            if not self.allows(state, token):
+                token = self.numbers.token(token)
+                if not self.allows(state, token):
+                    return None
+            state = token
+        return state
 
     def _steps(
         self, words: list[str], pos: int, skip: set[str], last: str, wide: bool
