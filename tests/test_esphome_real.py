@@ -390,6 +390,43 @@ def test_start_conversation_speaks_then_home_assistant_hears_the_answer(
     ha.wait(lambda: state_of(ha, satellite) == "idle", 30, "the satellite idle again")
 
 
+def test_ask_question_returns_the_matched_answer_to_an_automation(
+    ha: HomeAssistant,
+    voiced: Voiced,
+    whisper: Any,  # noqa: F811 (the fixture)
+) -> None:
+    """The actions run as an automation runs them (a script with a response variable)."""
+    satellite = esphome_entities(ha)["assist_satellite"]
+    before = voiced.answer_files()
+    ask = {"action": "assist_satellite.ask_question", "response_variable": "answer", "data": {
+        "entity_id": satellite, "question": "The back door is open. Shall I lock it?",
+        "preannounce": False, "answers": [
+            {"id": "lock", "sentences": ["yes [please]", "lock it", "yes lock it"]},
+            {"id": "leave", "sentences": ["no", "leave it [open]"]}]}}  # fmt: skip
+    script = [ask, {"stop": "answered", "response_variable": "answer"}]
+    result: queue.Queue[Any] = queue.Queue()
+    asking = threading.Thread(
+        target=lambda: result.put(_outcome(lambda: ha.ws("execute_script", sequence=script)))
+    )
+    asking.start()
+    question = new_answer(voiced, before)
+    assert "lock" in heard(whisper, question)
+    voiced.microphone.say(silence(0.3) + steady_piper("Yes, lock it.") + silence(2.0))
+    asking.join(90)
+    answer = result.get(timeout=1)
+    assert not isinstance(answer, BaseException), answer
+    assert answer["response"]["id"] == "lock", answer
+    ha.wait(lambda: state_of(ha, satellite) == "idle", 30, "the satellite idle again")
+
+
+def _outcome(call: Any) -> Any:
+    """What ``call()`` returned, or what it raised."""
+    try:
+        return call()
+    except Exception as exc:
+        return exc
+
+
 def test_the_wake_word_hands_the_turn_to_home_assistants_pipeline(
     ha: HomeAssistant,
     voiced: Voiced,
