@@ -401,7 +401,7 @@ def test_ask_question_returns_the_matched_answer_to_an_automation(
     ask = {"action": "assist_satellite.ask_question", "response_variable": "answer", "data": {
         "entity_id": satellite, "question": "The back door is open. Shall I lock it?",
         "preannounce": False, "answers": [
-            {"id": "lock", "sentences": ["yes [please]", "lock it", "yes lock it"]},
+            {"id": "lock", "sentences": ["yes [please]", "[yes] lock it"]},
             {"id": "leave", "sentences": ["no", "leave it [open]"]}]}}  # fmt: skip
     script = [ask, {"stop": "answered", "response_variable": "answer"}]
     result: queue.Queue[Any] = queue.Queue()
@@ -411,7 +411,7 @@ def test_ask_question_returns_the_matched_answer_to_an_automation(
     asking.start()
     question = new_answer(voiced, before)
     assert "lock" in heard(whisper, question)
-    voiced.microphone.say(silence(0.3) + steady_piper("Yes, lock it.") + silence(2.0))
+    voiced.microphone.say(silence(0.3) + steady_piper("Yes, please.") + silence(2.0))
     asking.join(90)
     answer = result.get(timeout=1)
     assert not isinstance(answer, BaseException), answer
