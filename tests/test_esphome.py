@@ -12,6 +12,7 @@ import base64
 import http.server
 import io
 import json
+import struct
 import threading
 import wave
 from collections.abc import AsyncIterator, Iterator
@@ -32,6 +33,7 @@ from mqtt_fixtures import Mosquitto, Recorder, make_certs
 from pipeline_helpers import overrides, started_pipeline
 from pydantic import ValidationError
 from voiced_plugins.esphome.frames import FrameError, FrameReader, encode
+from voiced_plugins.esphome.media import decode
 from voiced_plugins.esphome.options import DeviceOptions, EsphomeOptions
 
 from voiced import events as ev
@@ -149,11 +151,29 @@ def tone_wav(seconds: float = TONE_SECONDS) -> bytes:
     return buffer.getvalue()
 
 
+def streamed_wav(seconds: float = TONE_SECONDS, data_size: int = 0) -> bytes:
+    """The tone as Home Assistant 2026.11 streams TTS: a WAV header written before the length
+    was known (the data chunk's size 0, or 0xFFFFFFFF as ffmpeg writes to a pipe), then the
+    samples."""
+    whole = tone_wav(seconds)
+    return whole[:4] + struct.pack("<I", data_size) + whole[8:40] + struct.pack(
+        "<I", data_size
+    ) + whole[44:]  # fmt: skip
+
+
+@pytest.mark.parametrize("data_size", [0, 0xFFFFFFFF])
+def test_a_wav_streamed_without_its_length_decodes_in_full(data_size: int) -> None:
+    chunks = decode(streamed_wav(data_size=data_size))
+    seconds = sum(c.seconds for c in chunks)
+    assert seconds == pytest.approx(TONE_SECONDS, abs=0.01)
+
+
 @pytest.fixture(scope="module")
 def media_server() -> Iterator[str]:
-    """An HTTP server on 127.0.0.1 serving /tone.wav (1 s) and /long.wav (8 s), as Home
-    Assistant serves its media URLs."""
-    bodies = {"/tone.wav": tone_wav(), "/long.wav": tone_wav(8.0)}
+    """An HTTP server on 127.0.0.1 serving /tone.wav (1 s), /long.wav (8 s) and /stream.wav
+    (1 s, streamed: no length in its header nor the reply's), as Home Assistant serves its
+    media URLs."""
+    bodies = {"/tone.wav": tone_wav(), "/long.wav": tone_wav(8.0), "/stream.wav": streamed_wav()}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -163,7 +183,8 @@ def media_server() -> Iterator[str]:
             body = bodies[self.path]
             self.send_response(200)
             self.send_header("Content-Type", "audio/wav")
-            self.send_header("Content-Length", str(len(body)))
+            if self.path != "/stream.wav":  # HTTP/1.0: the body ends when the server closes
+                self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
 
@@ -252,6 +273,20 @@ async def test_an_announcement_plays_at_the_site_and_is_reported_finished(
     before = played(daemon)
     finished = await client.send_voice_assistant_announcement_await_response(
         f"{media_server}/tone.wav", 30, "a tone"
+    )
+    assert finished.success
+    new = [p for p in played(daemon) if p not in before]
+    assert len(new) == 1 and seconds_of(new[0]) == pytest.approx(TONE_SECONDS, abs=0.05)
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_an_announcement_streamed_without_its_length_plays_in_full(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    before = played(daemon)
+    finished = await client.send_voice_assistant_announcement_await_response(
+        f"{media_server}/stream.wav", 30, "a streamed tone"
     )
     assert finished.success
     new = [p for p in played(daemon) if p not in before]

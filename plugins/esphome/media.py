@@ -4,6 +4,7 @@ HTTP with a size and time cap, decoded, converted to the pipeline format, scaled
 from __future__ import annotations
 
 import io
+import struct
 import urllib.request
 from urllib.parse import urlparse
 
@@ -47,13 +48,35 @@ def decode(body: bytes, volume: float = 1.0) -> list[AudioChunk]:
     import soundfile
 
     try:
-        data, rate = soundfile.read(io.BytesIO(body), dtype="float32", always_2d=True)
+        data, rate = soundfile.read(io.BytesIO(sized_wav(body)), dtype="float32", always_2d=True)
     except (soundfile.LibsndfileError, RuntimeError, TypeError) as exc:
         raise AudioFormatError(f"not a readable sound file ({exc})") from None
     samples = resample(to_mono(data), int(rate), PIPELINE_FORMAT.rate)
     pcm = float_to_pcm16(np.clip(samples * max(0.0, min(1.0, volume)), -1.0, 1.0))
     step = int(PIPELINE_FORMAT.bytes_per_second * CHUNK_SECONDS)
     return [AudioChunk(pcm[i : i + step]) for i in range(0, len(pcm), step)]
+
+
+def sized_wav(body: bytes) -> bytes:
+    """``body`` with the sizes of a WAV file written as a stream set to what it holds: Home
+    Assistant's TTS streams WAV with a data size of 0 or 0xFFFFFFFF (no length known yet),
+    which libsndfile takes literally. Any other body comes back unchanged."""
+    if len(body) < 12 or body[:4] != b"RIFF" or body[8:12] != b"WAVE":
+        return body
+    offset = 12
+    while offset + 8 <= len(body):
+        chunk, size = struct.unpack_from("<4sI", body, offset)
+        held = len(body) - offset - 8
+        if chunk != b"data":
+            offset += 8 + size + (size & 1)
+            continue
+        if size in (0, 0xFFFFFFFF) or size > held:
+            sized = bytearray(body)
+            struct.pack_into("<I", sized, 4, len(body) - 8)
+            struct.pack_into("<I", sized, offset + 4, held)
+            return bytes(sized)
+        return body
+    return body
 
 
 def _short(url: str) -> str:
