@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import select
 import subprocess
 import threading
 import time
@@ -71,7 +72,9 @@ class SoundCard:
     def close(self) -> None:
         self._stop.set()
         for thread in self._threads:
-            thread.join(1)
+            thread.join(5)
+        if any(thread.is_alive() for thread in self._threads):
+            return  # a thread may still use an fd: closing it could hand its number to another file
         for fd in (self._mic, self._speaker):
             with contextlib.suppress(OSError):
                 os.close(fd)
@@ -93,12 +96,21 @@ class SoundCard:
                 pending = b""
                 assert done is not None
                 done.set()
-            os.write(self._mic, piece.ljust(STEP, b"\x00"))  # blocks while nobody reads
+            if not self._write_when_read(piece.ljust(STEP, b"\x00")):
+                return
             sent += 0.02
             now = time.monotonic()
             if started + sent < now - 1.0:  # a reader came back after a pause: no catching up
                 started, sent = now, 0.0
             time.sleep(max(0.0, started + sent - now))
+
+    def _write_when_read(self, piece: bytes) -> bool:
+        """Write once the microphone's reader has made room (False: the card was closed)."""
+        while not self._stop.is_set():
+            if select.select([], [self._mic], [], 0.1)[1]:
+                os.write(self._mic, piece)
+                return True
+        return False
 
     def _listen(self) -> None:
         while not self._stop.is_set():

@@ -23,7 +23,7 @@ from ha_fixtures import HomeAssistant, HomeAssistantUnavailable, ha_venv
 from mqtt_fixtures import Mosquitto, Recorder, free_port, make_certs
 from sound_card import Screen, SoundCard
 from speech import piper, silence, steady_piper
-from test_home_assistant_real import COMMAND, LIGHT, LIGHT_DISCOVERY, set_light
+from test_home_assistant_real import COMMAND, LIGHT, LIGHT_DISCOVERY, MQTT_BROKER_STEP, set_light
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -49,7 +49,7 @@ def ha(tmp_path_factory: pytest.TempPathFactory, broker: Mosquitto) -> Iterator[
     home = HomeAssistant(venv, tmp_path_factory.mktemp("homeassistant"))
     home.start()
     try:
-        home.config_flow("mqtt", {"broker": "127.0.0.1", "port": broker.port})
+        home.config_flow("mqtt", MQTT_BROKER_STEP | {"port": broker.port})
         light = Recorder(broker.port, ["#"])
         light.client.publish(
             "homeassistant/light/voiced_test_kitchen/config",

@@ -93,6 +93,7 @@ def test_the_guided_setup_in_a_terminal_asks_again_after_bad_answers_and_writes_
                 term.expect("refused the login")
         term.expect(f"connected to the broker at 127.0.0.1:{mosquitto.auth_port} as")
         term.answer("Offer voiced's speech-to-text", "n")
+        term.answer("Offer voiced as an ESPHome voice satellite?", "n")
         term.answer("exists: replace it (a backup is kept)?", "y")
         term.expect(f"wrote {config}")
         term.answer("Install voiced as a service", "n")
