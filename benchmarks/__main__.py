@@ -69,11 +69,13 @@ SCRIPTS = [
     Script("concurrency", "benchmarks.concurrency", ["--commands", "2"], ["--commands", "5"],
            (30, 90), "section"),
     Script("memory", "benchmarks.memory", ["--quick"], ["--runs", "2", "--idle-seconds", "15"],
-           (20, 45), "section"),
+           (35, 60), "section"),
     Script("intent", "benchmarks.intent", ["--repeat", "1"], ["--repeat", "1"], (15, 40)),
     Script("idle_cpu", "benchmarks.idle_cpu", ["--quick", "--seconds", "5"], ["--seconds", "20"],
            (15, 45)),
-    Script("languages", "benchmarks.languages", ["--quick"], [], (80, 200), "section"),
+    Script("languages", "benchmarks.languages", ["--quick"],
+           ["--homes", "floors", "--rate-index", "0", "--no-noise", "--half", "report"],
+           (80, 300), "section"),
 ]  # fmt: skip
 
 

@@ -21,6 +21,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,8 +67,8 @@ def make_site(wake_models: list[str] | None) -> Any:
     from voiced_plugins.vad_webrtc import WebrtcVad, WebrtcVadOptions
     from voiced_plugins.wake_openwakeword import OpenWakeWord, OpenWakeWordOptions
 
-    from voiced.config import ConversationConfig, VadConfig
-    from voiced.context import RunContext
+    from voiced.config import ConversationConfig, Settings, VadConfig
+    from voiced.run import Run
     from voiced.segmenter import UtteranceSegmenter
     from voiced.site import Site
 
@@ -79,13 +80,14 @@ def make_site(wake_models: list[str] | None) -> Any:
         wake.load()
         wakes.append(wake)
     events: list[Any] = []
+    services: Any = SimpleNamespace(settings=Settings(), emit=events.append)  # a run without ASR
 
     async def submit(utterance: Any) -> None:  # no ASR here: finish the "run" at once
         site.thinking -= 1
 
     site = Site(
         "bench", UtteranceSegmenter(vad, VadConfig()), wakes, ConversationConfig(),
-        events.append, submit, lambda site_id: RunContext(site_id=site_id),
+        events.append, submit, lambda site_id: Run(services, site_id),
     )  # fmt: skip
     site.events = events
     return site

@@ -364,3 +364,17 @@ def test_the_pool_cost_model_shares_the_cores_among_the_jobs_in_progress():
     two_threads = [(0.5, 1.0)] * 2  # the engine's two threads halve a job alone
     assert shared_cores_burst(two_threads, 1, 2) == pytest.approx([0.5, 1.0])
     assert shared_cores_burst(two_threads, 2, 2) == pytest.approx([1.0, 1.0])
+
+
+@pytest.mark.slow
+def test_the_idle_benchmark_listens_through_a_real_site_and_reports_its_rows(tmp_path):
+    result = tmp_path / "idle.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.idle_cpu", "--quick", "--seconds", "2",
+         "--json", str(result)],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    measured = {row["what"] for row in json.loads(result.read_text())["rows"]}
+    assert "CPU, peer: VAD-only listening (webrtc)" in measured
+    assert any(m.startswith("wake fires after the end of") for m in measured)
