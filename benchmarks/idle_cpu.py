@@ -82,8 +82,8 @@ def make_site(wake_models: list[str] | None) -> Any:
     events: list[Any] = []
     services: Any = SimpleNamespace(settings=Settings(), emit=events.append)  # a run without ASR
 
-    async def submit(utterance: Any) -> None:  # no ASR here: finish the "run" at once
-        site.thinking -= 1
+    async def submit(utterance: Any) -> None:  # no ASR here: finish the run at once
+        utterance.run.end("done")
 
     site = Site(
         "bench", UtteranceSegmenter(vad, VadConfig()), wakes, ConversationConfig(),

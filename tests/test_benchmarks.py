@@ -370,7 +370,7 @@ def test_the_pool_cost_model_shares_the_cores_among_the_jobs_in_progress():
 def test_the_idle_benchmark_listens_through_a_real_site_and_reports_its_rows(tmp_path):
     result = tmp_path / "idle.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "benchmarks.idle_cpu", "--quick", "--seconds", "2",
+        [sys.executable, "-m", "benchmarks.idle_cpu", "--seconds", "10",
          "--json", str(result)],
         cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
