@@ -176,6 +176,19 @@ def test_a_pool_without_a_broker_says_how_to_configure_one():
         PoolOptions().broker_options(None)
 
 
+def test_a_front_end_loaded_twice_keeps_one_session_on_the_broker(mosquitto, caplog):
+    stage = front_end(mosquitto)
+    try:
+        client = stage.connection._client
+        stage.load()  # as an engine chain does with a stage already loaded
+        assert stage.connection._client is client
+        time.sleep(2.0)  # two clients with one id would throw each other off within this
+        assert stage.connection.connected
+        assert "MQTT lost" not in caplog.text
+    finally:
+        stage.close()
+
+
 def test_the_front_end_fails_fast_when_the_broker_is_away():
     broker = MqttOptions(host="127.0.0.1", port=free_port(), username="u", password="p")
     options = PoolOptions(broker=broker, connect_seconds=0.5, timeout=1.0)

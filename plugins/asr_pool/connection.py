@@ -42,6 +42,10 @@ class PoolConnection(MqttClient):
         self._on_job_message = on_job_message
 
     def start(self) -> None:
+        """Connect in the background with the persistent session; a started one stays as it is
+        (a second paho client with the same id would take the session over, back and forth)."""
+        if self._client is not None and not self._stopped:
+            return
         self._stopped = False
         self._client = self._build()
         props = Properties(PacketTypes.CONNECT)
