@@ -15,6 +15,7 @@ module takes 2-3 min (Home Assistant itself starts in ~10 s).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -149,14 +150,14 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
     mosquitto.stop(signal.SIGKILL)
 
 
-@pytest.fixture(scope="module")
-def ha(tmp_path_factory: pytest.TempPathFactory, broker: Mosquitto) -> Iterator[HomeAssistant]:
+@contextlib.contextmanager
+def home_with_a_kitchen_light(folder: Path, broker: Mosquitto) -> Iterator[HomeAssistant]:
     """Home Assistant, onboarded, with the MQTT integration and a kitchen light."""
     try:
         venv = ha_venv()
     except HomeAssistantUnavailable as exc:
         pytest.fail(str(exc))
-    home = HomeAssistant(venv, tmp_path_factory.mktemp("homeassistant"))
+    home = HomeAssistant(venv, folder)
     home.start()
     try:
         home.config_flow("mqtt", MQTT_BROKER_STEP | {"port": broker.port})
@@ -170,6 +171,12 @@ def ha(tmp_path_factory: pytest.TempPathFactory, broker: Mosquitto) -> Iterator[
         yield home
     finally:
         home.stop()
+
+
+@pytest.fixture(scope="module")
+def ha(tmp_path_factory: pytest.TempPathFactory, broker: Mosquitto) -> Iterator[HomeAssistant]:
+    with home_with_a_kitchen_light(tmp_path_factory.mktemp("homeassistant"), broker) as home:
+        yield home
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ child process that finds the card through its own $HOME.
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import sys
@@ -19,11 +18,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from ha_fixtures import HomeAssistant, HomeAssistantUnavailable, ha_venv
+from ha_fixtures import HomeAssistant
 from mqtt_fixtures import Mosquitto, Recorder, free_port, make_certs
 from sound_card import Screen, SoundCard
 from speech import piper, silence, steady_piper
-from test_home_assistant_real import COMMAND, LIGHT, LIGHT_DISCOVERY, MQTT_BROKER_STEP, set_light
+from test_home_assistant_real import (
+    COMMAND,
+    LIGHT,
+    LIGHT_DISCOVERY,
+    home_with_a_kitchen_light,
+    set_light,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -41,25 +46,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
 
 @pytest.fixture(scope="module")
 def ha(tmp_path_factory: pytest.TempPathFactory, broker: Mosquitto) -> Iterator[HomeAssistant]:
-    """Home Assistant, onboarded, with the MQTT integration and a kitchen light."""
-    try:
-        venv = ha_venv()
-    except HomeAssistantUnavailable as exc:
-        pytest.fail(str(exc))
-    home = HomeAssistant(venv, tmp_path_factory.mktemp("homeassistant"))
-    home.start()
-    try:
-        home.config_flow("mqtt", MQTT_BROKER_STEP | {"port": broker.port})
-        light = Recorder(broker.port, ["#"])
-        light.client.publish(
-            "homeassistant/light/voiced_test_kitchen/config",
-            json.dumps(LIGHT_DISCOVERY), qos=1, retain=True,
-        )  # fmt: skip
-        home.wait(lambda: home.state(LIGHT), 30, f"{LIGHT} from MQTT discovery")
-        light.close()
+    with home_with_a_kitchen_light(tmp_path_factory.mktemp("homeassistant"), broker) as home:
         yield home
-    finally:
-        home.stop()
 
 
 @pytest.fixture
