@@ -12,7 +12,7 @@ import pytest
 TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
 
-pytest_plugins = ["mqtt_fixtures", "asr_fixtures"]
+pytest_plugins = ["mqtt_fixtures", "asr_fixtures", "sound_card"]
 
 
 @pytest.fixture(scope="module")

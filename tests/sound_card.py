@@ -12,9 +12,11 @@ import select
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 TESTS = Path(__file__).parent
 DEVICE_RATE = 44100  # what PortAudio reports for the ALSA plugin devices
@@ -176,3 +178,13 @@ class Screen:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+
+
+@pytest.fixture
+def card(tmp_path: Path) -> Iterator[SoundCard]:
+    """A sound card of its own in ``tmp_path / "home"`` (the HOME its processes get)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    sound = SoundCard(home)
+    yield sound
+    sound.close()

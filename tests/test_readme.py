@@ -12,7 +12,6 @@ import re
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -119,15 +118,6 @@ def fresh_clone(tmp_path: Path) -> Path:
             (clone / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, clone / name)
     return clone
-
-
-@pytest.fixture
-def card(tmp_path: Path) -> Iterator[SoundCard]:
-    home = tmp_path / "home"
-    home.mkdir()
-    sound = SoundCard(home)
-    yield sound
-    sound.close()
 
 
 @pytest.mark.slow

@@ -50,15 +50,6 @@ def ha(tmp_path_factory: pytest.TempPathFactory, broker: Mosquitto) -> Iterator[
         yield home
 
 
-@pytest.fixture
-def card(tmp_path: Path) -> Iterator[SoundCard]:
-    home = tmp_path / "home"
-    home.mkdir()
-    sound = SoundCard(home)
-    yield sound
-    sound.close()
-
-
 def test_setup_writes_a_config_with_which_a_spoken_command_switches_the_home_assistant_light(
     ha: HomeAssistant, broker: Mosquitto, card: SoundCard, tmp_path: Path
 ) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pexpect
@@ -20,15 +19,6 @@ from speech import piper, silence
 pytestmark = pytest.mark.slow  # loads Whisper and Piper in the setup process
 
 VOICED = [sys.executable, "-m", "voiced.cli"]
-
-
-@pytest.fixture
-def card(tmp_path: Path) -> Iterator[SoundCard]:
-    home = tmp_path / "home"
-    home.mkdir()
-    sound = SoundCard(home)
-    yield sound
-    sound.close()
 
 
 class Terminal:
