@@ -510,6 +510,136 @@ def median(samples: list[Usage], attr: str) -> float:
     return statistics.median(getattr(s, attr) for s in samples)
 
 
+@dataclass
+class Measured:
+    """The daemon's usage while loaded and once after, and where its warm-up ended."""
+
+    loaded: list[Usage]
+    settled: Usage
+    warm_at: float  # seconds since the daemon started
+    started: float  # monotonic time the load began
+    warmed_by: str
+
+    @property
+    def warm(self) -> list[Usage]:
+        """The samples of the last 12 s of the warm-up."""
+        return [s for s in self.loaded if self.warm_at - 12 <= s.at <= self.warm_at] or (
+            self.loaded[:5]
+        )
+
+    @property
+    def after(self) -> list[Usage]:
+        return [s for s in self.loaded if s.at > self.warm_at]
+
+    @property
+    def end(self) -> list[Usage]:
+        return self.loaded[-5:]
+
+
+def load_the_daemon(
+    daemon: DaemonProcess, book: EventBook, mqtt: paho.Client, speech: dict[str, bytes],
+    wyoming: int, tally: Tally, samples: list[Usage],
+) -> Measured:  # fmt: skip
+    """Every feeder at once until its schedule ends, ``samples`` taken every 2 s; the broker's
+    event book away for 3 s halfway; then every event the daemon printed is on MQTT."""
+    schedule = Schedule()
+    started = schedule.started
+    threads = run_all(
+        {
+            "stdin": stdin_feeder(daemon, book, mqtt, speech, schedule, tally),
+            "satellite": satellite_feeder(wyoming, book, speech, schedule, tally),
+            "transcribe": transcribe_feeder(wyoming, speech, schedule, tally),
+            "say": say_feeder(book, mqtt, schedule, tally),
+        },
+        tally.failures,
+    )
+    book_away_at = started + SECONDS / 2
+    while any(t.is_alive() for t in threads):
+        samples.append(daemon.usage())
+        schedule.check(sum(len(runs) for runs in tally.spoken.values()))
+        if book_away_at and time.monotonic() > book_away_at:
+            book.away(3.0)  # the broker holds its QoS 1 messages for the session
+            book_away_at = 0.0
+        assert daemon.alive(), daemon.tail()
+        time.sleep(2.0)
+    for thread in threads:
+        thread.join()
+    loaded = list(samples)
+    time.sleep(3.0)  # the last answers written, connections closed
+    settled = daemon.usage()
+    printed = {(e["type"], e["run_id"], e["t"]) for e in list(daemon.events)}
+    book.wait(
+        lambda: printed <= {(e["type"], e["run_id"], e["t"]) for e in book.events},
+        60,
+        "every event the daemon printed, on MQTT",
+    )
+    warm_at = (schedule.warm_at or started + WARMUP) - daemon.started
+    return Measured(loaded, settled, warm_at, started, schedule.warmed_by)
+
+
+def write_post_mortem(folder: Path, daemon: DaemonProcess, samples: list[Usage]) -> None:
+    """The daemon's events and its usage curve, beside the test's other files."""
+    with (folder / "events.jsonl").open("w") as out:
+        out.writelines(json.dumps(e) + "\n" for e in daemon.events)
+    with (folder / "usage.csv").open("w") as out:
+        out.write("seconds,rss_kb,threads,fds,cpu_s\n")
+        out.writelines(f"{u.at:.1f},{u.rss_kb},{u.threads},{u.fds},{u.cpu_s}\n" for u in samples)
+
+
+def soak_figures(m: Measured, tally: Tally, book: EventBook, daemon: DaemonProcess) -> dict:
+    """What the soak prints: the work done and the daemon's usage at its marks."""
+    rss = (m.loaded[0].rss_kb, median(m.warm, "rss_kb"), median(m.end, "rss_kb"),
+           max(s.rss_kb for s in m.after))  # fmt: skip
+    return {
+        "seconds": round(time.monotonic() - m.started),
+        "warm-up s (ended by)": [round(m.warm_at - (m.started - daemon.started)), m.warmed_by],
+        "spoken (stdin)": len(tally.spoken["default"]),
+        "spoken (satellite)": len(tally.spoken["satellite"]),
+        "transcribed (wyoming)": len(tally.transcribed),
+        "says": tally.says,
+        "mute/unmute": tally.mutes,
+        "events": len(book.events),
+        "rss MB start/warm/end/max": [round(v / 1024) for v in rss],
+        "threads warm/max/end": [
+            median(m.warm, "threads"),
+            max(s.threads for s in m.after),
+            m.settled.threads,
+        ],
+        "fds warm/max/end": [median(m.warm, "fds"), max(s.fds for s in m.after), m.settled.fds],
+        "daemon cpu s": round(m.settled.cpu_s),
+    }
+
+
+def assert_a_quiet_log_and_a_clean_stop(daemon: DaemonProcess, code: int) -> None:
+    log = daemon.log_lines()
+    running = log[: next((i for i, line in enumerate(log) if "SIGTERM" in line), len(log))]
+    bad = [line for line in running if " WARNING " in line or " ERROR " in line]
+    assert not bad, bad[:5]  # nothing dropped, refused or failed: no warning, no error
+    assert code == 0, daemon.tail()
+
+
+def assert_every_client_was_served(tally: Tally) -> None:
+    assert not tally.failures, tally.failures
+    for feeder in ("default", "satellite"):
+        assert tally.spoken[feeder], f"nothing was spoken by the {feeder} feeder"
+        assert not tally.answered(feeder), tally.answered(feeder)
+    wrong = [(word, heard) for word, heard in tally.transcribed if word not in heard.lower()]
+    assert tally.transcribed and not wrong, wrong
+    assert tally.says and tally.mutes
+
+
+def assert_nothing_left_behind(m: Measured, figures: dict, answers: Path) -> None:
+    assert max(s.threads for s in m.after) <= median(m.warm, "threads") + THREAD_SLACK, figures
+    assert max(s.fds for s in m.after) <= median(m.warm, "fds") + FD_SLACK, figures
+    assert m.settled.fds <= median(m.warm, "fds"), figures
+    assert len(list(answers.glob("*.wav"))) <= 20  # the WAV sink keeps its newest 20
+    # RSS after warm-up grew 6-7 % from memory patterns planned per sentence length by the
+    # voice's ONNX Runtime session (plugins/tts_piper.session_options() turns them off), and
+    # in random steps of +7-11 % from freed glibc heap pages pinned under live blocks (the
+    # daemon gives them back: voiced/memory.py). docs/benchmarks.md, "Soak" (#16).
+    assert median(m.end, "rss_kb") < 1.05 * median(m.warm, "rss_kb"), figures
+
+
 @pytest.mark.timeout(WARMUP_LIMIT + MEASURED + 900)
 def test_ten_minutes_of_speech_commands_and_clients_leave_nothing_behind(
     tmp_path: Path, broker: Mosquitto, speech: dict[str, bytes], capsys
@@ -533,103 +663,17 @@ def test_ten_minutes_of_speech_commands_and_clients_leave_nothing_behind(
         # commands published before the daemon subscribed would be lost: wait for "online"
         status.wait_for(lambda ms: any(p == b"online" for _, p, _ in ms), 60)
         status.close()
-        schedule = Schedule()
-        started = schedule.started
-        threads = run_all(
-            {
-                "stdin": stdin_feeder(daemon, book, mqtt, speech, schedule, tally),
-                "satellite": satellite_feeder(wyoming, book, speech, schedule, tally),
-                "transcribe": transcribe_feeder(wyoming, speech, schedule, tally),
-                "say": say_feeder(book, mqtt, schedule, tally),
-            },
-            tally.failures,
-        )
-        book_away_at = started + SECONDS / 2
-        while any(t.is_alive() for t in threads):
-            samples.append(daemon.usage())
-            schedule.check(sum(len(runs) for runs in tally.spoken.values()))
-            if book_away_at and time.monotonic() > book_away_at:
-                book.away(3.0)  # the broker holds its QoS 1 messages for the session
-                book_away_at = 0.0
-            assert daemon.alive(), daemon.tail()
-            time.sleep(2.0)
-        for thread in threads:
-            thread.join()
-        loaded = list(samples)
-        time.sleep(3.0)  # the last answers written, connections closed
-        settled = daemon.usage()
-
-        printed = {(e["type"], e["run_id"], e["t"]) for e in list(daemon.events)}
-        book.wait(
-            lambda: printed <= {(e["type"], e["run_id"], e["t"]) for e in book.events},
-            60,
-            "every event the daemon printed, on MQTT",
-        )
+        measured = load_the_daemon(daemon, book, mqtt, speech, wyoming, tally, samples)
     finally:
         mqtt.loop_stop()
         mqtt.disconnect()
         code = daemon.stop()
         book.close()
-        with (tmp_path / "events.jsonl").open("w") as out:  # for a post-mortem
-            out.writelines(json.dumps(e) + "\n" for e in daemon.events)
-        with (tmp_path / "usage.csv").open("w") as out:  # the RSS curve, for a post-mortem
-            out.write("seconds,rss_kb,threads,fds,cpu_s\n")
-            out.writelines(
-                f"{u.at:.1f},{u.rss_kb},{u.threads},{u.fds},{u.cpu_s}\n" for u in samples
-            )
+        write_post_mortem(tmp_path, daemon, samples)
 
-    warm_at = (schedule.warm_at or started + WARMUP) - daemon.started
-    warm = [s for s in loaded if warm_at - 12 <= s.at <= warm_at]
-    warm = warm or loaded[:5]
-    after = [s for s in loaded if s.at > warm_at]
-    end = loaded[-5:]
-    figures = {
-        "seconds": round(time.monotonic() - started),
-        "warm-up s (ended by)": [round(warm_at - (started - daemon.started)), schedule.warmed_by],
-        "spoken (stdin)": len(tally.spoken["default"]),
-        "spoken (satellite)": len(tally.spoken["satellite"]),
-        "transcribed (wyoming)": len(tally.transcribed),
-        "says": tally.says,
-        "mute/unmute": tally.mutes,
-        "events": len(book.events),
-        "rss MB start/warm/end/max": [
-            round(v / 1024)
-            for v in (
-                loaded[0].rss_kb,
-                median(warm, "rss_kb"),
-                median(end, "rss_kb"),
-                max(s.rss_kb for s in after),
-            )
-        ],
-        "threads warm/max/end": [
-            median(warm, "threads"),
-            max(s.threads for s in after),
-            settled.threads,
-        ],
-        "fds warm/max/end": [median(warm, "fds"), max(s.fds for s in after), settled.fds],
-        "daemon cpu s": round(settled.cpu_s),
-    }
+    figures = soak_figures(measured, tally, book, daemon)
     with capsys.disabled():
         print(f"\nsoak: {figures}")
-
-    assert not tally.failures, tally.failures
-    log = daemon.log_lines()
-    running = log[: next((i for i, line in enumerate(log) if "SIGTERM" in line), len(log))]
-    bad = [line for line in running if " WARNING " in line or " ERROR " in line]
-    assert not bad, bad[:5]  # nothing dropped, refused or failed: no warning, no error
-    assert code == 0, daemon.tail()
-    for feeder in ("default", "satellite"):
-        assert tally.spoken[feeder], f"nothing was spoken by the {feeder} feeder"
-        assert not tally.answered(feeder), tally.answered(feeder)
-    wrong = [(word, heard) for word, heard in tally.transcribed if word not in heard.lower()]
-    assert tally.transcribed and not wrong, wrong
-    assert tally.says and tally.mutes
-    assert max(s.threads for s in after) <= median(warm, "threads") + THREAD_SLACK, figures
-    assert max(s.fds for s in after) <= median(warm, "fds") + FD_SLACK, figures
-    assert settled.fds <= median(warm, "fds"), figures
-    assert len(list(answers.glob("*.wav"))) <= 20  # the WAV sink keeps its newest 20
-    # RSS after warm-up grew 6-7 % from memory patterns planned per sentence length by the
-    # voice's ONNX Runtime session (plugins/tts_piper.session_options() turns them off), and
-    # in random steps of +7-11 % from freed glibc heap pages pinned under live blocks (the
-    # daemon gives them back: voiced/memory.py). docs/benchmarks.md, "Soak" (#16).
-    assert median(end, "rss_kb") < 1.05 * median(warm, "rss_kb"), figures
+    assert_every_client_was_served(tally)
+    assert_a_quiet_log_and_a_clean_stop(daemon, code)
+    assert_nothing_left_behind(measured, figures, answers)
