@@ -71,34 +71,38 @@ def why_not_runnable() -> str | None:
 # -- the Debian mirror ----------------------------------------------------------------------
 
 
+def _deb822_entries(text: str) -> list[tuple[str, list[str]]]:
+    """(uri, suites) of each ``deb`` stanza of a ``.sources`` file."""
+    entries = []
+    for stanza in re.split(r"\n\s*\n", text):
+        lines = [line for line in stanza.splitlines() if ":" in line]
+        pairs = (line.partition(":") for line in lines if not line.lstrip().startswith("#"))
+        fields = {k.strip().lower(): v.strip() for k, _, v in pairs}
+        if "deb" in fields.get("types", "").split():
+            suites = fields.get("suites", "").split()
+            entries += [(uri, suites) for uri in fields.get("uris", "").split()]
+    return entries
+
+
+def _one_line_entries(text: str) -> list[tuple[str, list[str]]]:
+    """(uri, [suite]) of each ``deb`` line of a ``sources.list`` file."""
+    entries = []
+    for line in text.splitlines():
+        words = re.sub(r"\[[^\]]*\]", "", line).split()
+        if len(words) >= 3 and words[0] == "deb":
+            entries.append((words[1], [words[2]]))
+    return entries
+
+
 def debian_mirror() -> str:
     """The Debian archive this machine's apt uses (a suite-matching entry first)."""
     if os.environ.get("VOICED_TEST_DEBIAN_MIRROR"):
         return os.environ["VOICED_TEST_DEBIAN_MIRROR"]
     entries: list[tuple[str, list[str]]] = []  # (uri, suites)
     files = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
-    for file in files:
-        if not file.is_file():
-            continue
+    for file in (f for f in files if f.is_file()):
         text = file.read_text(errors="replace")
-        if file.suffix == ".sources":
-            for stanza in re.split(r"\n\s*\n", text):
-                fields = dict(
-                    (k.strip().lower(), v.strip())
-                    for k, _, v in (
-                        line.partition(":")
-                        for line in stanza.splitlines()
-                        if ":" in line and not line.lstrip().startswith("#")
-                    )
-                )
-                if "deb" in fields.get("types", "").split():
-                    for uri in fields.get("uris", "").split():
-                        entries.append((uri, fields.get("suites", "").split()))
-        else:
-            for line in text.splitlines():
-                words = re.sub(r"\[[^\]]*\]", "", line).split()
-                if len(words) >= 3 and words[0] == "deb":
-                    entries.append((words[1], [words[2]]))
+        entries += _deb822_entries(text) if file.suffix == ".sources" else _one_line_entries(text)
     for uri, suites in entries:
         if SUITE in suites:
             return uri
