@@ -1,5 +1,5 @@
 """Home Assistant voice-satellite latency: a voiced site as an ESPHome device, beside a Wyoming
-satellite, against a real Home Assistant core (tests/ha_fixtures.py: 2025.4.4 on 127.0.0.1).
+satellite, against a real Home Assistant core (tests/ha_fixtures.py: HA_VERSION, on 127.0.0.1).
 
 - announce: ``assist_satellite.announce`` called (REST) -> the announcement starts playing at
   voiced's site (its ``run-start`` reason ``announce``: the sink gets its first audio then);
