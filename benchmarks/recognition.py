@@ -195,6 +195,11 @@ def on_torch(stage: Any, device: str, **options: Any) -> Any:
         WhisperTransformersOptions(device=device, when_no_gpu="cpu", **options), App(stage)
     )
     engine.load()
+    return engine_runner(engine, stage)
+
+
+def engine_runner(engine: Any, stage: Any) -> Callable[[bytes], Any]:
+    """``run(audio) -> (text, intent, transcript)``: ``engine`` hears, ``stage`` recognizes."""
 
     def run(audio: bytes) -> Any:
         transcript = engine.transcribe(audio)
@@ -226,15 +231,7 @@ def row_makers(
         options = WhisperCt2Options(**(engine_options or {}), recognition=switches)
         engine = WhisperCt2Asr(options, App(stage))
         engine.load()
-
-        def run(audio: bytes) -> Any:
-            transcript = engine.transcribe(audio)
-            if transcript.no_speech or not transcript.text.strip():
-                return transcript.text, None, transcript
-            return transcript.text, stage.recognize(transcript.text), transcript
-
-        run.stage = stage  # type: ignore[attr-defined]
-        return run
+        return engine_runner(engine, stage)
 
     before = {"rescore_names": False}  # the rows before that guard
     graph_search = {
