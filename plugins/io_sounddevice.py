@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from voiced.api.hooks import hookimpl
 
 log = logging.getLogger(__name__)
 
+CLOSE_TIMEOUT_S = 5.0  # how long a stream's abort and close may take before voiced moves on
 _active_streams = 0  # PortAudio may only be re-initialized (device rescan) when this is 0
 _streams_lock = threading.Lock()
 
@@ -138,7 +140,7 @@ class SoundDeviceSource:
         self.dropped_blocks = 0
         self.errors = 0
         self.opened = 0  # streams opened so far (a retry opens another)
-        self._closing: asyncio.Future[None] | None = None
+        self._closing: StreamCloser | None = None
 
     def load(self) -> None:
         try:
@@ -148,16 +150,19 @@ class SoundDeviceSource:
             log.warning("[%s] microphone not ready yet: %s", self.site_id, exc)
 
     def close(self) -> None:
-        pass
+        """The last stream stops before the daemon's loop and PortAudio go away."""
+        if self._closing is not None:
+            self._closing.join()
 
     async def chunks(self) -> AsyncIterator[AudioChunk]:
         backoff = Backoff(self.options.retry_seconds, self.options.retry_max_seconds)
         attempt = 0
         while True:
             try:
-                async for chunk in self._capture(rescan_first=attempt > 0):
-                    backoff.reset()
-                    yield chunk
+                async with contextlib.aclosing(self._capture(attempt > 0)) as capture:
+                    async for chunk in capture:  # closed at once when the feed ends
+                        backoff.reset()
+                        yield chunk
                 raise DeviceError("the input stream ended")
             except DeviceError as exc:
                 attempt += 1
@@ -183,7 +188,7 @@ class SoundDeviceSource:
     async def _capture(self, rescan_first: bool) -> AsyncIterator[AudioChunk]:
         sd = portaudio()
         if self._closing is not None:
-            await self._closing
+            await self._closing.wait()
         if rescan_first:
             await asyncio.to_thread(rescan, sd)
         index, info = find_device(sd, self.options.device, "input")
@@ -205,12 +210,15 @@ class SoundDeviceSource:
                         self.dropped_blocks,
                     )
 
+        def hand_over(block: bytes | None) -> None:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the stream is closing
+                loop.call_soon_threadsafe(put, block)
+
         def callback(indata: Any, frames: int, when: Any, status: Any) -> None:
-            loop.call_soon_threadsafe(put, bytes(indata))
+            hand_over(bytes(indata))
 
         def finished() -> None:
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(put, None)
+            hand_over(None)
 
         try:
             stream = sd.RawInputStream(
@@ -245,38 +253,45 @@ class SoundDeviceSource:
                     yield AudioChunk(pcm)
         finally:
             # In the background: the error event and the retry must not wait on a stuck device.
-            self._closing = asyncio.ensure_future(_close_stream(stream))
+            self._closing = StreamCloser(stream)
 
 
-async def _close_stream(stream: Any, timeout: float = 5.0) -> None:
-    """Abort and close on a thread of its own; a hung device must not hang the daemon.
+class StreamCloser:
+    """Aborts and closes a PortAudio stream on a thread of its own, started at once.
 
-    A device stuck inside a read can hold PortAudio's abort until the read returns; then the
-    stream is left behind (and PortAudio is not rescanned while it is).
+    A hung device must not hang the daemon: a device stuck inside a read can hold PortAudio's
+    abort until the read returns, and then the stream is left behind (PortAudio is not rescanned
+    while it is). ``wait`` bounds the loop's wait; ``join`` bounds the wait at shutdown, so no
+    stream is still running when the event loop and PortAudio go away.
     """
-    loop = asyncio.get_running_loop()
-    closed = loop.create_future()
 
-    def finish() -> None:
-        _count_stream(-1)
-        if not closed.done():
-            closed.set_result(None)
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._close, name="voiced-audio-close", daemon=True)
+        self.thread.start()
 
-    def close() -> None:
+    def _close(self) -> None:
         try:
-            stream.abort(ignore_errors=True)
-            stream.close(ignore_errors=True)
+            self.stream.abort(ignore_errors=True)
+            self.stream.close(ignore_errors=True)
         finally:
-            try:
-                loop.call_soon_threadsafe(finish)
-            except RuntimeError:  # the loop is gone (shutting down)
-                _count_stream(-1)
+            _count_stream(-1)
+            self.done.set()
 
-    threading.Thread(target=close, name="voiced-audio-close", daemon=True).start()
-    try:
-        await asyncio.wait_for(asyncio.shield(closed), timeout)
-    except TimeoutError:
-        log.warning("closing the audio stream is taking long (device stuck?); moving on")
+    async def wait(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
+        """Wait (on the loop) until the stream is closed, at most ``timeout`` seconds."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.done.is_set():
+            if asyncio.get_running_loop().time() >= deadline:
+                log.warning("closing the audio stream is taking long (device stuck?); moving on")
+                return
+            await asyncio.sleep(0.01)
+
+    def join(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
+        """Wait (on a thread) until the stream is closed, at most ``timeout`` seconds."""
+        if not self.done.wait(timeout):
+            log.warning("the audio stream did not close in %g s (device stuck?)", timeout)
 
 
 class SoundDeviceSinkOptions(BaseModel):
@@ -318,6 +333,7 @@ class SoundDeviceSink:
         self.options = options
         self.app = app
         self.played_seconds = 0.0
+        self._closing: StreamCloser | None = None
 
     def load(self) -> None:
         try:
@@ -326,7 +342,9 @@ class SoundDeviceSink:
             log.warning("speaker not ready yet: %s", exc)
 
     def close(self) -> None:
-        pass
+        """An answer's stream stops before the daemon's loop and PortAudio go away."""
+        if self._closing is not None:
+            self._closing.join()
 
     async def play(self, audio: AsyncIterator[AudioChunk], run_id: str, site_id: str) -> None:
         sd = portaudio()
@@ -375,7 +393,8 @@ class SoundDeviceSink:
             buffer.data.clear()
             self.played_seconds += buffer.played / target.bytes_per_second
             if stream is not None:
-                await _close_stream(stream)
+                self._closing = StreamCloser(stream)
+                await self._closing.wait()
 
 
 async def _wait_for_device(stream: Any, done: threading.Event, info: dict[str, Any]) -> None:

@@ -178,6 +178,8 @@ class Screen:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+                print("--- killed: still running 30 s after SIGTERM; its last lines:")
+                print("\n".join(self.lines[-120:]))
 
 
 @pytest.fixture

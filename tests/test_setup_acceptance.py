@@ -115,7 +115,7 @@ def test_setup_writes_a_config_with_which_a_spoken_command_switches_the_home_ass
     finally:
         daemon.stop()
         light_commands.close()
-    assert daemon.process.returncode == 0
+    assert daemon.process.returncode == 0, daemon.text[-8000:]  # stopped cleanly on SIGTERM
 
 
 @pytest.mark.parametrize(

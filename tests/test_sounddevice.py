@@ -102,13 +102,14 @@ def test_cancelling_playback_stops_the_sink_at_once(home):
 
 
 @pytest.mark.slow
-def test_a_spoken_command_through_microphone_and_speaker_gets_a_spoken_answer(home):
+def test_a_spoken_command_gets_a_spoken_answer_and_a_stop_frees_microphone_and_speaker(home):
     result = run_scenario("conversation", home, timeout=150)
     assert result["wake"] == ["hey_jarvis"]
     assert result["intents"] == ["HassGetCurrentTime"]
     assert result["run_end"] == ["done"]
     assert result["answer_seconds"] > 0.5  # the answer came out of the "loudspeaker"
     assert result["errors"] == []
+    assert result["streams_open_after_stop"] == 0  # stopped: no callback into a closed loop
 
 
 def test_voiced_devices_lists_inputs_and_outputs_and_marks_the_defaults(home):
@@ -367,6 +368,7 @@ async def scenario_interrupt(home: Path) -> dict[str, Any]:
 async def scenario_conversation(home: Path) -> dict[str, Any]:
     from pipeline_helpers import EventRecorder, overrides
     from speech import piper, silence
+    from voiced_plugins import io_sounddevice
 
     from voiced.audio import AudioFormat, StreamConverter
     from voiced.daemon import prepare
@@ -405,9 +407,11 @@ async def scenario_conversation(home: Path) -> dict[str, Any]:
     finally:
         watcher.cancel()
         await pipeline.stop()
+        streams_open = io_sounddevice._active_streams  # before the loop and PortAudio go away
         mic.stopped.set()
     samples = np.frombuffer(bytes(speaker.heard), "<i2")
     return {
+        "streams_open_after_stop": streams_open,
         "wake": [e.data["name"] for e in recorder.of("wake")],
         "intents": [e.data["name"] for e in recorder.of("intent")],
         "run_end": [e.data["reason"] for e in recorder.of("run-end")],

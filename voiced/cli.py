@@ -91,7 +91,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             overrides,
             {"pipeline": {"service": [s for s in _configured_services(args) if s != "log"]}},
         )
-    daemon = Daemon(args.config, overrides, extra, host=host)
+    daemon = Daemon(args.config, overrides, extra, host=host, stop_deadline=True)
     setup_logging(args.log_level or daemon.settings.log_level)
     return asyncio.run(daemon.run())
 

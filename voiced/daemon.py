@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import signal
 from collections.abc import Callable
@@ -24,6 +25,9 @@ LIVE_PIPELINE_KEYS = ("stage_timeout", "shutdown_grace", "not_understood")
 LIVE_SETTINGS = ("log_level", "vad", "conversation", "arbiter", "speakers")
 LIVE_SETTINGS += tuple(f"pipeline.{key}" for key in LIVE_PIPELINE_KEYS)
 """The settings a reload (SIGHUP) applies at once; the only list of them (docs/service.md)."""
+STOP_MARGIN_S = 15.0
+"""Seconds a stop may take beyond ``pipeline.shutdown_grace`` before the process ends itself
+(below systemd's TimeoutStopSec=30 with the default 10 s grace)."""
 RESTART_SETTINGS = ("site_id", "language", "sites", "plugins")
 """Top-level settings whose change a reload reports as needing a restart (so do stages)."""
 
@@ -59,8 +63,12 @@ class Daemon:
         extra_plugins: list[tuple[str, Any]] | None = None,
         notifier: Notifier | None = None,
         host: PluginHost | None = None,
+        stop_deadline: bool = False,
     ) -> None:
+        """``stop_deadline``: a stop signal also arms ``arm_stop_deadline`` (the CLI's daemon,
+        whose process ends with the run; never a daemon inside another program)."""
         self.config = config
+        self.stop_deadline = stop_deadline
         self.overrides = overrides or {}
         self.settings, self.host = prepare(config, self.overrides, extra_plugins, host)
         self.notifier = notifier or Notifier()
@@ -121,7 +129,13 @@ class Daemon:
         loop.add_signal_handler(signal.SIGHUP, self.reload)
 
     def _on_stop_signal(self, sig: signal.Signals) -> None:
-        log.info("%s: stopping", signal.Signals(sig).name)
+        name = signal.Signals(sig).name
+        if self.stop_deadline:
+            seconds = self.pipeline.settings.pipeline.shutdown_grace + STOP_MARGIN_S
+            log.info("%s: stopping (at most %g s)", name, seconds)
+            arm_stop_deadline(seconds)
+        else:
+            log.info("%s: stopping", name)
         self.request_stop()
 
     def reload(self) -> dict[str, list[str]]:
@@ -148,6 +162,14 @@ class Daemon:
         self.pipeline.emit(Reload(ok=True, **result).event(None, site_id))
         self.notifier.ready("reloaded")
         return result
+
+
+def arm_stop_deadline(seconds: float) -> None:
+    """Should the process still be alive ``seconds`` from now (a hung device, a stuck thread,
+    a library that hangs at exit), print every thread's stack to stderr (the journal) and exit
+    with status 1. Runs on faulthandler's own C thread: it fires even while Python itself hangs.
+    """
+    faulthandler.dump_traceback_later(seconds, exit=True)
 
 
 def apply_live(pipeline: Pipeline, new: Settings) -> dict[str, list[str]]:

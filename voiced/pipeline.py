@@ -675,10 +675,11 @@ class Pipeline:
         fast = source.site_id in self._waiting_sites
         self._fast_feeds += fast  # audio read as fast as it goes: the daemon is never idle
         try:
-            async for chunk in source.chunks():
-                if not self.accepting:
-                    break
-                await site.feed(chunk)
+            async with _closing(source.chunks()) as chunks:
+                async for chunk in chunks:
+                    if not self.accepting:
+                        break
+                    await site.feed(chunk)
             await site.finish()
         except asyncio.CancelledError:
             raise
@@ -1004,3 +1005,15 @@ def _close_all(stages: list[Any]) -> None:
             stage.close()
         except Exception as exc:
             log.warning("closing %s failed: %s", type(stage).__name__, exc)
+
+
+@contextlib.asynccontextmanager
+async def _closing(chunks: AsyncIterator[AudioChunk]) -> AsyncIterator[AsyncIterator[AudioChunk]]:
+    """A source's chunks, closed when the feed ends however it ends: a cancelled feed releases
+    its device now, not when the generator is collected after the loop has gone."""
+    try:
+        yield chunks
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
