@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from voiced.api.audio import PIPELINE_FORMAT, AudioChunk
 from voiced.api.hooks import hookimpl
-from voiced.api.stages import WakeDetection
+from voiced.api.stages import WAKE_SENSITIVITIES, WakeDetection
 
 log = logging.getLogger(__name__)
 
@@ -54,12 +54,25 @@ class OpenWakeWordOptions(BaseModel):
         return value
 
 
+def threshold_for(configured: float, level: str) -> float:
+    """The score threshold for a sensitivity level: "moderately" keeps the configured one,
+    "slightly" goes halfway to 1, "very" halfway to 0 (0.5 -> 0.75 / 0.5 / 0.25)."""
+    if level not in WAKE_SENSITIVITIES:
+        raise ValueError(f"wake sensitivity {level!r}: one of {', '.join(WAKE_SENSITIVITIES)}")
+    if level == "slightly":
+        return configured + (1.0 - configured) / 2
+    if level == "very":
+        return configured / 2
+    return configured
+
+
 class OpenWakeWord:
     """``process(chunk)`` takes 16 kHz mono 16-bit audio of any length; 80 ms frames inside."""
 
     def __init__(self, options: OpenWakeWordOptions, app: Any = None) -> None:
         self.options = options
         self.paths = [resolve_model(name) for name in options.models]
+        self.threshold = options.threshold  # in force: the configured one unless a level is set
         self.features: Any = None
         self.models: list[Any] = []
         self._pending = b""
@@ -120,7 +133,7 @@ class OpenWakeWord:
         return best
 
     def _score(self, index: int, score: float) -> WakeDetection | None:
-        if score < self.options.threshold:
+        if score < self.threshold:
             self._runs[index] = 0
             return None
         self._runs[index] += 1
@@ -132,6 +145,12 @@ class OpenWakeWord:
         refractory = int(self.options.refractory_seconds * PIPELINE_FORMAT.rate)
         self._quiet_until[index] = self._samples + refractory
         return WakeDetection(self.names[index], score, {"model": str(self.paths[index])})
+
+    def set_sensitivity(self, level: str) -> float:
+        """One of ``WAKE_SENSITIVITIES`` (``threshold_for``); the threshold now in force."""
+        self.threshold = threshold_for(self.options.threshold, level)
+        log.info("openwakeword: %s sensitive (threshold %.2f)", level, self.threshold)
+        return self.threshold
 
     def reset(self) -> None:
         """Forget the wake words' recent history (features keep streaming: they are just audio)."""

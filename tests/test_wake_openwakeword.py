@@ -13,9 +13,11 @@ from voiced_plugins.wake_openwakeword import (
     OpenWakeWord,
     OpenWakeWordOptions,
     resolve_model,
+    threshold_for,
 )
 
 from voiced.audio import AudioChunk
+from voiced.stages import WAKE_SENSITIVITIES
 
 PHRASES = {
     "okay_nabu": "okay nabu",
@@ -88,6 +90,34 @@ def test_the_refractory_period_silences_a_repeat_of_the_same_word():
 
     assert heard(0.0) == 2
     assert heard(5.0) == 1
+
+
+def test_each_sensitivity_moves_the_configured_threshold_halfway_or_keeps_it():
+    assert [threshold_for(0.5, level) for level in WAKE_SENSITIVITIES] == [0.75, 0.5, 0.25]
+    assert [threshold_for(0.8, level) for level in WAKE_SENSITIVITIES] == [0.9, 0.8, 0.4]
+    with pytest.raises(ValueError, match="one of slightly, moderately, very"):
+        threshold_for(0.5, "extremely")
+
+
+def test_the_sensitivity_decides_which_near_misses_wake():
+    """Each phrase heard by a fresh stage, after 0.5 s of silence (a near miss's score depends
+    on what came before): okay_nabu's scores are "okay nabu" 0.97, "okay no boo" 0.70,
+    "okay nabooru" 0.35, "what time is it" 0.00; the thresholds 0.75 / 0.5 / 0.25."""
+    phrases = ("okay nabu", "okay no boo", "okay nabooru", "what time is it")
+    said = {phrase: silence(0.5) + piper(phrase) + silence(1.0) for phrase in phrases}
+
+    def wakes(level: str, audio: bytes) -> bool:
+        stage = OpenWakeWord(OpenWakeWordOptions(models=["okay_nabu"]))
+        stage.load()
+        stage.set_sensitivity(level)
+        return bool(detections(stage, audio))
+
+    heard = {level: [p for p in phrases if wakes(level, said[p])] for level in WAKE_SENSITIVITIES}
+    assert heard == {
+        "slightly": ["okay nabu"],
+        "moderately": ["okay nabu", "okay no boo"],
+        "very": ["okay nabu", "okay no boo", "okay nabooru"],
+    }
 
 
 def test_a_custom_model_file_is_named_after_the_file(tmp_path):

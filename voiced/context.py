@@ -53,6 +53,11 @@ class Assistant(Protocol):
         """Act only on these wake words at a site (None: every one), now and whenever its audio
         comes (back); False when it has no audio now."""
 
+    def set_wake_sensitivity(self, site_id: str, level: str) -> dict[str, float]:
+        """How readily a site's wake words fire (one of ``WAKE_SENSITIVITIES``), now and
+        whenever its audio comes (back); the threshold each wake stage took (none when the
+        site has no audio now). ``ValueError`` for another level."""
+
     def knows_site(self, site_id: str) -> bool:
         """Whether a site exists: the daemon's own, one with audio (a source, a satellite), or
         one that had runs (a Wyoming client's requests). Commands to others are refused."""

@@ -44,7 +44,7 @@ from voiced.site_runs import SiteRuns
 from voiced.speaker_id import SpeakerId
 from voiced.speech_cache import Anticipated, SpeechCache, anticipate, prewarm
 from voiced.speech_stream import SpeechStream
-from voiced.stages import Sink, Source
+from voiced.stages import WAKE_SENSITIVITIES, Sink, Source
 from voiced.voices import LanguageVoices
 
 log = logging.getLogger(__name__)
@@ -109,6 +109,7 @@ class Pipeline:
         self.arbiter = WakeArbiter(settings.arbiter, self.emit)  # one wake word, one room
         self._muted_sites: dict[str, bool] = {}  # freed sites muted unlike the default
         self._wake_words: dict[str, set[str]] = {}  # the wake words a site acts on, if chosen
+        self._wake_sensitivity: dict[str, str] = {}  # a site's level, if one was chosen
         self._says = Admission(settings.pipeline.max_commands_per_site, "say")
         self._built = False
 
@@ -222,6 +223,15 @@ class Pipeline:
             return False
         site.wake_words = words
         return True
+
+    def set_wake_sensitivity(self, site_id: str, level: str) -> dict[str, float]:
+        """How readily a site's wake words fire (one of ``WAKE_SENSITIVITIES``), now and
+        whenever its audio comes (back); the threshold each wake stage took, by stage."""
+        if level not in WAKE_SENSITIVITIES:
+            raise ValueError(f"wake sensitivity {level!r}: one of {', '.join(WAKE_SENSITIVITIES)}")
+        self._wake_sensitivity[site_id] = level
+        site = self.sites.get(site_id)
+        return _set_sensitivity(site.wakes, level) if site is not None else {}
 
     async def enroll_speaker(self, name: str, site_id: str | None = None) -> bool:
         """Learn a voice at a site: the guided sentences through its speaker and microphone."""
@@ -719,6 +729,8 @@ class Pipeline:
             open_stream=self._open_stream,
         )
         site.wake_words = self._wake_words.get(site_id)
+        if site_id in self._wake_sensitivity:
+            _set_sensitivity(wakes, self._wake_sensitivity[site_id])
         self.sites[site_id] = site
         siteless = self._siteless.pop(site_id, None)
         for run in siteless.runs.values() if siteless else []:
@@ -1005,6 +1017,15 @@ def _close_all(stages: list[Any]) -> None:
             stage.close()
         except Exception as exc:
             log.warning("closing %s failed: %s", type(stage).__name__, exc)
+
+
+def _set_sensitivity(wakes: list[Any], level: str) -> dict[str, float]:
+    """Give each wake stage that has a sensitivity the level; their thresholds, by stage."""
+    applied = {}
+    for stage in wakes:
+        if hasattr(stage, "set_sensitivity"):
+            applied[type(stage).__name__] = stage.set_sensitivity(level)
+    return applied
 
 
 @contextlib.asynccontextmanager

@@ -78,6 +78,19 @@ class Wake(Stage, Protocol):
         """Forget buffered audio (after a detection or a mute)."""
 
 
+WAKE_SENSITIVITIES = ("slightly", "moderately", "very")
+"""How readily a wake word fires, the three steps Home Assistant's voice satellites offer:
+"moderately" is the stage as configured, "slightly" asks for a surer score (fewer false wakes),
+"very" settles for a lower one (fewer missed wakes)."""
+
+
+class SensitiveWake(Wake, Protocol):
+    """A wake stage whose sensitivity can change while it runs."""
+
+    def set_sensitivity(self, level: str) -> float:
+        """Apply one of ``WAKE_SENSITIVITIES``; returns the score threshold now in force."""
+
+
 class Vad(Stage, Protocol):
     frame_samples: int
 

@@ -18,7 +18,14 @@ from voiced.api.events import Event
 
 from .connection import Connection
 from .conversation import Conversation
-from .entities import MEDIA_PLAYER_KEY, MUTE_KEY, DeviceState, entity_states
+from .entities import (
+    MEDIA_PLAYER_KEY,
+    MUTE_KEY,
+    SENSITIVITY_KEY,
+    SENSITIVITY_OPTIONS,
+    DeviceState,
+    entity_states,
+)
 from .media import MediaError, decode, fetch
 from .options import DeviceOptions, EsphomeOptions
 from .timers import Timers
@@ -157,6 +164,8 @@ class Device:
             self._media_command(message)
         elif isinstance(message, api.SwitchCommandRequest) and message.key == MUTE_KEY:
             self._set_muted(bool(message.state))
+        elif isinstance(message, api.SelectCommandRequest) and message.key == SENSITIVITY_KEY:
+            self._set_sensitivity(str(message.state))
         elif isinstance(message, api.VoiceAssistantTimerEventResponse):
             self.timers.on_event(message)
         elif not self.conversation.on_message(connection, message):
@@ -178,6 +187,17 @@ class Device:
         self.active_wake_words = active
         applied = self.app.set_wake_words(self.site_id, set(active))
         self.emit("wake-words", active=active, applied=applied)
+
+    def _set_sensitivity(self, option: str) -> None:
+        level = SENSITIVITY_OPTIONS.get(option)
+        if level is None:
+            log.warning("esphome %s: no wake word sensitivity %r", self.name, option[:100])
+            self.broadcast_states()  # the select shows what is in force
+            return
+        self.state.wake_sensitivity = level
+        thresholds = self.app.set_wake_sensitivity(self.site_id, level)
+        self.emit("wake-sensitivity", level=level, thresholds=thresholds)
+        self.broadcast_states()
 
     def _set_muted(self, muted: bool) -> None:
         try:

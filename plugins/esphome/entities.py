@@ -1,4 +1,5 @@
-"""The entities a voiced device shows Home Assistant: a media player and a mute switch.
+"""The entities a voiced device shows Home Assistant: a media player, a mute switch and a
+wake-word sensitivity select.
 
 Home Assistant adds the rest itself for a voice-assistant device: the assist satellite, the
 pipeline, wake-word and finished-speaking selects.
@@ -10,9 +11,11 @@ from dataclasses import dataclass
 
 from aioesphomeapi.api_pb2 import (  # type: ignore[attr-defined]
     ListEntitiesMediaPlayerResponse,
+    ListEntitiesSelectResponse,
     ListEntitiesSwitchResponse,
     MediaPlayerStateResponse,
     MediaPlayerSupportedFormat,
+    SelectStateResponse,
     SwitchStateResponse,
 )
 from aioesphomeapi.model import EntityCategory, MediaPlayerFormatPurpose, MediaPlayerState
@@ -20,6 +23,13 @@ from google.protobuf.message import Message
 
 MEDIA_PLAYER_KEY = 1
 MUTE_KEY = 2
+SENSITIVITY_KEY = 3
+SENSITIVITY_OPTIONS = {
+    "Slightly sensitive": "slightly",
+    "Moderately sensitive": "moderately",
+    "Very sensitive": "very",
+}
+"""The select's options (as on Home Assistant's Voice Preview Edition) -> WAKE_SENSITIVITIES."""
 
 
 @dataclass
@@ -31,11 +41,12 @@ class DeviceState:
     sound_muted: bool = False  # the media player's own mute
     playing: bool = False
     announcing: bool = False
+    wake_sensitivity: str = "moderately"  # one of WAKE_SENSITIVITIES
 
 
 def entity_list() -> list[Message]:
     """``ListEntities`` answers: the media player (announcements as WAV at any rate: voiced
-    converts what it gets) and the microphone's mute switch."""
+    converts what it gets), the microphone's mute switch and the wake-word sensitivity."""
     wav = MediaPlayerSupportedFormat(
         format="wav", purpose=MediaPlayerFormatPurpose.ANNOUNCEMENT.value
     )
@@ -54,6 +65,14 @@ def entity_list() -> list[Message]:
             icon="mdi:microphone-off",
             entity_category=EntityCategory.CONFIG.value,
         ),
+        ListEntitiesSelectResponse(
+            object_id="wake_word_sensitivity",
+            key=SENSITIVITY_KEY,
+            name="Wake word sensitivity",
+            icon="mdi:account-voice",
+            options=list(SENSITIVITY_OPTIONS),
+            entity_category=EntityCategory.CONFIG.value,
+        ),
     ]
 
 
@@ -70,4 +89,10 @@ def entity_states(state: DeviceState) -> list[Message]:
             key=MEDIA_PLAYER_KEY, state=player.value, volume=state.volume, muted=state.sound_muted
         ),
         SwitchStateResponse(key=MUTE_KEY, state=state.muted),
+        SelectStateResponse(key=SENSITIVITY_KEY, state=sensitivity_option(state.wake_sensitivity)),
     ]
+
+
+def sensitivity_option(level: str) -> str:
+    """The select's option that shows a level."""
+    return next(option for option, value in SENSITIVITY_OPTIONS.items() if value == level)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from voiced.stages import (
     STAGE_KINDS,
+    WAKE_SENSITIVITIES,
     Asr,
     AsrStream,
     NoVoice,
+    SensitiveWake,
     Service,
     Sink,
     Source,
@@ -25,9 +27,11 @@ from voiced.stages import (
 
 __all__ = [
     "STAGE_KINDS",
+    "WAKE_SENSITIVITIES",
     "Asr",
     "AsrStream",
     "NoVoice",
+    "SensitiveWake",
     "Service",
     "Sink",
     "Source",
