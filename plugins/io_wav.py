@@ -162,6 +162,7 @@ class StdinSource:
 
 
 TEMPLATE_FIELDS = ("site_id", "run_id", "time")
+UNDERRUN_SECONDS = 0.25  # a realtime sink behind by more waited for its audio: it goes on from now
 _FIELD = re.compile(r"\{[^{}]*\}")
 
 
@@ -309,7 +310,7 @@ class WavSink:
                     self._remember(path)
                 for piece in _slices(chunk, self.options.realtime):
                     if self.options.realtime:  # like a loudspeaker: a cancel stops it mid-answer
-                        await asyncio.sleep(max(0.0, started + played - time.monotonic()))
+                        started = await _paced(started, played)
                         played += len(piece) / chunk.format.bytes_per_second
                     wav.writeframes(converter.convert(piece))
             if wav is not None and converter is not None:
@@ -317,6 +318,16 @@ class WavSink:
         finally:
             if wav is not None:
                 wav.close()
+
+
+async def _paced(started: float, played: float) -> float:
+    """Wait until ``played`` seconds after ``started``; the start, moved on by a gap in the
+    stream (paused media) longer than ``UNDERRUN_SECONDS``: a loudspeaker does not catch up."""
+    behind = time.monotonic() - (started + played)
+    if behind > UNDERRUN_SECONDS:
+        return started + behind
+    await asyncio.sleep(max(0.0, -behind))
+    return started
 
 
 def _mtime(path: Path) -> float:

@@ -67,7 +67,9 @@ class HostileHomeAssistant:
         self.server: Any = None
 
     async def __aenter__(self) -> HostileHomeAssistant:
-        self.server = await websockets.serve(self._serve, "127.0.0.1", 0)
+        # no permessage-deflate: the server shares the test's loop, and compressing a 10 MB
+        # reply (0.15-0.26 s of CPU under load) would count against the client's loop work
+        self.server = await websockets.serve(self._serve, "127.0.0.1", 0, compression=None)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -9,11 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import http.server
-import io
 import json
 import struct
-import threading
 import wave
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -25,12 +22,16 @@ from aioesphomeapi import (
     InvalidEncryptionKeyAPIError,
     MediaPlayerCommand,
     MediaPlayerEntityState,
+    MediaPlayerInfo,
+    MediaPlayerState,
     RequiresEncryptionAPIError,
     SelectInfo,
     SelectState,
     SwitchState,
 )
 from aioesphomeapi import api_pb2 as api
+from asr_fixtures import whisper  # noqa: F401 (a fixture)
+from http_files import serving, tone_wav
 from mqtt_fixtures import Mosquitto, Recorder, make_certs
 from pipeline_helpers import overrides, started_pipeline
 from pydantic import ValidationError
@@ -39,6 +40,7 @@ from voiced_plugins.esphome.media import decode
 from voiced_plugins.esphome.options import DeviceOptions, EsphomeOptions
 
 from voiced import events as ev
+from voiced.audio import AudioChunk
 from voiced.pipeline import Pipeline
 
 TONE_SECONDS = 1.0
@@ -137,22 +139,6 @@ def test_doctor_names_each_device_its_site_and_how_to_add_it() -> None:
 # -- a real daemon's device, with Home Assistant's client library ------------------------------
 
 
-def tone_wav(seconds: float = TONE_SECONDS) -> bytes:
-    """A 440 Hz tone at 22.05 kHz, as Home Assistant's TTS might send it."""
-    import numpy as np
-
-    rate = 22050
-    t = np.arange(int(rate * seconds)) / rate
-    pcm = (np.sin(2 * np.pi * 440 * t) * 16000).astype("<i2").tobytes()
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(rate)
-        wav.writeframes(pcm)
-    return buffer.getvalue()
-
-
 def streamed_wav(seconds: float = TONE_SECONDS, data_size: int = 0) -> bytes:
     """The tone as Home Assistant 2026.11 streams TTS: a WAV header written before the length
     was known (the data chunk's size 0, or 0xFFFFFFFF as ffmpeg writes to a pipe), then the
@@ -172,32 +158,13 @@ def test_a_wav_streamed_without_its_length_decodes_in_full(data_size: int) -> No
 
 @pytest.fixture(scope="module")
 def media_server() -> Iterator[str]:
-    """An HTTP server on 127.0.0.1 serving /tone.wav (1 s), /long.wav (8 s) and /stream.wav
-    (1 s, streamed: no length in its header nor the reply's), as Home Assistant serves its
-    media URLs."""
-    bodies = {"/tone.wav": tone_wav(), "/long.wav": tone_wav(8.0), "/stream.wav": streamed_wav()}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path not in bodies:
-                self.send_error(404)
-                return
-            body = bodies[self.path]
-            self.send_response(200)
-            self.send_header("Content-Type", "audio/wav")
-            if self.path != "/stream.wav":  # HTTP/1.0: the body ends when the server closes
-                self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    """An HTTP server on 127.0.0.1 serving /tone.wav (1 s), /long.wav (8 s), /music.wav (30 s)
+    and /stream.wav (1 s, streamed: no length in its header nor the reply's), as Home Assistant
+    serves its media URLs."""
+    bodies = {"/tone.wav": tone_wav(TONE_SECONDS), "/long.wav": tone_wav(8.0),
+              "/stream.wav": streamed_wav(), "/music.wav": tone_wav(30.0)}  # fmt: skip
+    with serving(bodies, unsized=frozenset({"/stream.wav"})) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -540,3 +507,162 @@ async def test_the_devices_are_announced_over_mdns_on_their_interface(daemon: Pi
     assert hall.properties[b"mac"] == mac.encode()
     assert hall.properties[b"api_encryption"] == b"Noise_NNpsk0_25519_ChaChaPoly_SHA256"
     assert b"api_encryption" not in found["default"].properties
+
+
+class SpeakingSource(QuietSource):
+    """The default room's microphone: silent until told to speak, then what it hears at a
+    real one's pace, then silent."""
+
+    site_id = "default"
+
+    def __init__(self, pcm: bytes) -> None:
+        self.pcm = pcm
+        self.speak = asyncio.Event()
+
+    async def chunks(self) -> AsyncIterator[object]:
+        await self.speak.wait()
+        step = 3200  # 0.1 s
+        for start in range(0, len(self.pcm), step):
+            yield AudioChunk(self.pcm[start : start + step])
+            await asyncio.sleep(0.1)
+        await asyncio.Event().wait()
+
+
+def levels(path: Path, window: float = 0.05) -> list[int]:
+    """The peak of each ``window`` seconds of a played file."""
+    import numpy as np
+
+    with wave.open(str(path)) as wav:
+        samples = np.abs(np.frombuffer(wav.readframes(wav.getnframes()), "<i2").astype(int))
+        step = int(wav.getframerate() * window)
+    return [int(samples[i : i + step].max()) for i in range(0, samples.size - step + 1, step)]
+
+
+async def ended(daemon: Pipeline, run_id: str, timeout: float = 30) -> str:
+    """Why a run ended, once it has."""
+    for _ in range(int(timeout * 10)):
+        reasons = [e.data["reason"] for e in daemon.recorder.of("run-end") if e.run_id == run_id]
+        if reasons:
+            return str(reasons[0])
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"run {run_id} did not end in {timeout} s")
+
+
+async def next_wake(daemon: Pipeline, heard_before: int, timeout: float = 30) -> str:
+    """The run of the default room's next wake word after ``heard_before`` of them."""
+    for _ in range(int(timeout * 10)):
+        wakes = [e for e in daemon.recorder.of("wake") if e.site_id == "default"]
+        if len(wakes) > heard_before:
+            return str(wakes[heard_before].run_id)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no wake word heard in {timeout} s")
+
+
+def wakes_heard(daemon: Pipeline) -> int:
+    return len([e for e in daemon.recorder.of("wake") if e.site_id == "default"])
+
+
+def media_runs(daemon: Pipeline) -> list[str]:
+    return [e.run_id for e in daemon.recorder.of("run-start") if e.data["reason"] == "media"]
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_media_is_lowered_under_a_spoken_command_and_its_answer_then_plays_on(
+    daemon: Pipeline,
+    client: APIClient,
+    media_server: str,
+    whisper: object,  # noqa: F811
+) -> None:
+    from speech import piper, silence
+
+    spoken = silence(0.3) + piper("Okay nabu.") + silence(0.3) + piper("What time is it?")
+    microphone = SpeakingSource(spoken + silence(1.5))
+    await daemon.attach_site(microphone)
+    try:
+        before, runs = played(daemon), len(media_runs(daemon))
+        client.media_player_command(1, media_url=f"{media_server}/music.wav")  # 30 s at 16000
+        for _ in range(50):
+            if len(media_runs(daemon)) > runs:
+                break
+            await asyncio.sleep(0.1)
+        media = media_runs(daemon)[-1]
+        heard = wakes_heard(daemon)
+        microphone.speak.set()
+        command = await next_wake(daemon, heard)
+        assert await ended(daemon, command) == "done"  # the command was answered
+        assert not [e for e in daemon.recorder.of("run-end") if e.run_id == media]  # plays on
+        await asyncio.sleep(1.5)  # at full volume again
+        client.media_player_command(1, command=MediaPlayerCommand.STOP)
+        assert await ended(daemon, media) == "cancelled"
+    finally:
+        await daemon.detach_site("default", timeout=0.1)
+    new = [p for p in played(daemon) if p not in before]
+    assert len(new) == 1  # the answer was mixed into the media's stream
+    peaks = levels(new[0])
+    full = sum(1 for p in peaks if p > 15000) * 0.05
+    ducked = sum(1 for p in peaks if 2800 < p < 3600) * 0.05  # the tone at 0.2, nothing over it
+    assert full > 1.0 and ducked > 0.5
+    assert "p.m" in transcribe(whisper, new[0]).replace("pm", "p.m")  # the answer: "2:03 PM"
+
+
+def transcribe(whisper: object, path: Path) -> str:  # noqa: F811 (the fixture)
+    import numpy as np
+
+    with wave.open(str(path)) as wav:
+        pcm = wav.readframes(wav.getnframes())
+    audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768
+    segments, _ = whisper.transcribe(audio, language="en", beam_size=1)  # type: ignore[attr-defined]
+    return " ".join(s.text for s in segments).strip().lower()
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_the_media_player_pauses_and_resumes_media_where_it_stopped(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    entities, _ = await client.list_entities_services()
+    player = next(e for e in entities if isinstance(e, MediaPlayerInfo))
+    assert player.supports_pause
+    states: list[object] = []
+    client.subscribe_states(states.append)
+    before, runs = played(daemon), len(media_runs(daemon))
+    client.media_player_command(1, media_url=f"{media_server}/long.wav")
+    for _ in range(50):
+        if len(media_runs(daemon)) > runs:
+            break
+        await asyncio.sleep(0.1)
+    media = media_runs(daemon)[-1]
+    await asyncio.sleep(0.5)
+    client.media_player_command(1, command=MediaPlayerCommand.PAUSE)
+    await asyncio.sleep(2.0)
+    shown = [s.state for s in states if isinstance(s, MediaPlayerEntityState)]
+    assert shown[-1] == MediaPlayerState.PAUSED
+    client.media_player_command(1, command=MediaPlayerCommand.PLAY)
+    await asyncio.sleep(0.3)
+    shown = [s.state for s in states if isinstance(s, MediaPlayerEntityState)]
+    assert shown[-1] == MediaPlayerState.PLAYING
+    assert await ended(daemon, media) == "done"
+    start, end = (
+        next(e.mono for e in daemon.recorder.of(kind) if e.run_id == media)
+        for kind in ("run-start", "run-end")
+    )
+    new = [p for p in played(daemon) if p not in before]
+    assert seconds_of(new[0]) == pytest.approx(8.0, abs=0.05)  # all of it, once
+    assert end - start > 9.5  # 8 s played, 2 s paused
+
+
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_a_room_cut_off_while_it_listens_ends_that_run(daemon: Pipeline) -> None:
+    from speech import piper, silence
+
+    microphone = SpeakingSource(silence(0.3) + piper("Okay nabu.") + silence(0.5))
+    heard = wakes_heard(daemon)
+    microphone.speak.set()
+    await daemon.attach_site(microphone)
+    try:
+        listening = await next_wake(daemon, heard)
+    finally:
+        await daemon.detach_site("default", timeout=0.1)  # its feed cut off, not ended
+    assert await ended(daemon, listening, timeout=5) == "detached"

@@ -5,14 +5,13 @@ the daemon) is in test_setup_acceptance.py and test_setup_terminal.py."""
 
 from __future__ import annotations
 
-import http.server
 import io
 import stat
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from http_files import serving
 from mqtt_fixtures import Mosquitto, free_port
 
 from voiced.setup.answers import Answers, HomeAssistantAnswer, MqttAnswer
@@ -55,22 +54,8 @@ def test_no_broker_and_an_unknown_certificate_say_so(mosquitto: Mosquitto):
 @pytest.fixture
 def not_home_assistant() -> Iterator[str]:
     """A web server on 127.0.0.1 that is something else (a router's page, say)."""
-
-    class Page(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = b"<html>router</html>"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving({"/": b"<html>router</html>"}) as url:
+        yield url
 
 
 def test_an_unreachable_home_assistant_and_a_wrong_address_are_told_apart(not_home_assistant):

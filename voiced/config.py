@@ -130,6 +130,9 @@ class ConversationConfig(Strict):
     barge_in: Literal["wake", "speech", "off"] = "wake"
     follow_up: Literal["question", "always", "off"] = "question"
     follow_up_seconds: float = Field(5.0, ge=0)
+    duck_volume: float = Field(
+        0.2, ge=0, le=1, description="media's volume while the site listens, thinks or speaks"
+    )
 
 
 class PluginsConfig(Strict):

@@ -40,10 +40,22 @@ class Assistant(Protocol):
         """Speak text at a site (a run of its own, events and all), after the says queued
         there. Raises ``CommandRefused`` (unknown site, full queue) or ``TextTooLong``."""
 
-    async def play(self, audio: list[AudioChunk], site_id: str, reason: str = "play") -> bool:
+    async def play(
+        self,
+        audio: list[AudioChunk],
+        site_id: str,
+        reason: str = "play",
+        *,
+        background: bool = False,
+    ) -> bool:
         """Play audio made elsewhere (an announcement) at a site's sinks, as a run of its own;
         True once played, False when cancelled (barge-in) or failed, or when the site has
-        no audio now (a satellite not connected; the daemon's own site plays on its sinks)."""
+        no audio now (a satellite not connected; the daemon's own site plays on its sinks).
+        ``background`` audio (media) is lowered while the site listens, thinks or speaks,
+        its other audio mixed over it; a wake word does not stop it, a cancel does."""
+
+    def pause_media(self, site_id: str, paused: bool) -> bool:
+        """Pause or resume the media playing at a site; False when none plays there."""
 
     def lend_audio(self, site_id: str, listener: Callable[[AudioChunk], None] | None) -> bool:
         """Hand a site's microphone audio to ``listener`` instead of its own wake and VAD

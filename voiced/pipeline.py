@@ -28,6 +28,7 @@ from voiced.enroll_at_site import enroll_at_site
 from voiced.events import Event, error_event
 from voiced.intents import Intent, Response, Transcript
 from voiced.limits import Admission, CommandRefused, TextTooLong, check_say_text
+from voiced.mixer import Mixer
 from voiced.plugins import PluginError, PluginHost, check_hooks
 from voiced.run import (
     CANNOT_DO,
@@ -77,6 +78,7 @@ class Pipeline:
         self.queue: UtteranceQueue[Utterance] | None = None
         self.sources: list[Source] = []
         self.sinks: list[Sink] = []
+        self._mixers: dict[int, Mixer] = {}  # by id(sink): each sink's mixer
         self.components: dict[tuple[str, str], Any] = {}
         # Why no service runs by design (a one-shot CLI command), else None: handlers that
         # publish through a service then say so at INFO instead of reporting an error.
@@ -168,15 +170,28 @@ class Pipeline:
             task = run.answer_in(self._spawn(self._speak_run(run, Response(text, handler="say"))))
             await asyncio.shield(task)
 
-    async def play(self, audio: list[AudioChunk], site_id: str, reason: str = "play") -> bool:
+    async def play(
+        self,
+        audio: list[AudioChunk],
+        site_id: str,
+        reason: str = "play",
+        *,
+        background: bool = False,
+    ) -> bool:
         """Play audio made elsewhere (an announcement) at a site, as a run of its own; True
-        once played, False when it was cancelled (barge-in, cancel) or failed."""
+        once played, False when it was cancelled (barge-in, cancel) or failed.
+
+        ``background`` audio (media) is lowered to ``conversation.duck_volume`` while the site
+        listens, thinks or speaks, with its other audio mixed over it; a wake word does not
+        stop it, a cancel does, and new background audio at the site replaces it."""
         if site_id not in self.sites and site_id != self.settings.site_id:
             message = f"{reason}: site {site_id!r} has no speaker now (not connected)"
             log.warning("%s", message)
             self.emit(error_event("sink", message, None, site_id))
             return False
-        run = self.start_run(site_id, reason, phase=Phase.SPEAKING)
+        if background:
+            await self._stop_media(site_id)
+        run = self.start_run(site_id, reason, phase=Phase.SPEAKING, background=background)
         task = run.answer_in(self._spawn(self._play_run(run, audio)))
         try:
             return bool(await asyncio.shield(task))
@@ -185,9 +200,36 @@ class Pipeline:
                 return False
             raise
 
+    def pause_media(self, site_id: str, paused: bool) -> bool:
+        """Pause or resume the media playing at a site; False when none plays there."""
+        return any([mixer.pause(paused) for mixer in self._sinks_of(site_id)])
+
+    def _media_gain(self, site_id: str) -> Callable[[], float]:
+        """The gain of media at a site: ``duck_volume`` while it listens, thinks or speaks."""
+        duck = self.settings.conversation.duck_volume
+
+        def gain() -> float:  # the site's runs now: its audio may come after the media began
+            runs = self.sites.get(site_id) or self._siteless.get(site_id)
+            return duck if runs is not None and runs.busy else 1.0
+
+        return gain
+
+    async def _stop_media(self, site_id: str) -> None:
+        runs = [r for r in self.site_runs(site_id).runs.values() if r.background]
+        for run in runs:
+            run.cancel("replaced")
+        await asyncio.gather(*(r.task for r in runs if r.task), return_exceptions=True)
+
     async def _play_run(self, run: Run, audio: list[AudioChunk]) -> bool:
         sinks = self._sinks_of(run.site_id)
-        players = [sink.play(_replay(audio), run.run_id, run.site_id) for sink in sinks]
+        if run.background:
+            gain = self._media_gain(run.site_id)
+            players = [
+                sink.play_background(_replay(audio), run.run_id, run.site_id, gain)
+                for sink in sinks
+            ]
+        else:
+            players = [sink.play(_replay(audio), run.run_id, run.site_id) for sink in sinks]
         try:
             await asyncio.gather(*players)
         except asyncio.CancelledError:
@@ -298,9 +340,11 @@ class Pipeline:
         *,
         phase: Phase = Phase.LISTENING,
         via: str | None = None,
+        background: bool = False,
     ) -> Run:
         """A new run at a site (followed by the site when it has one); emits ``run-start``."""
-        run = self.site_runs(site_id).adopt(Run(self, site_id, phase=phase, via=via))
+        made = Run(self, site_id, phase=phase, via=via, background=background)
+        run = self.site_runs(site_id).adopt(made)
         return run.start(reason)
 
     def site_runs(self, site_id: str) -> SiteRuns:
@@ -369,6 +413,7 @@ class Pipeline:
         try:
             await self._feed(site, source)
         finally:
+            site.detached()
             if self.sites.get(site.site_id) is site and self.accepting:
                 del self.sites[site.site_id]
                 self._remember_muted(site.site_id, site.muted)
@@ -899,9 +944,20 @@ class Pipeline:
         if site is not None and self._wants_follow_up(response):
             site.listen(reason="follow-up", seconds=self.settings.conversation.follow_up_seconds)
 
-    def _sinks_of(self, site_id: str) -> list[Sink]:
+    def _sinks_of(self, site_id: str) -> list[Mixer]:
+        """The sinks that play at a site, each through its mixer (voiced/mixer.py)."""
         site = self.sites.get(site_id)
-        return site.sinks if site is not None and site.sinks is not None else self.sinks
+        sinks = site.sinks if site is not None and site.sinks is not None else self.sinks
+        return [self._mixer(sink) for sink in sinks]
+
+    def _mixer(self, sink: Sink) -> Mixer:
+        mixer = self._mixers.get(id(sink))
+        if mixer is None or mixer.inner is not sink:
+            known = {id(s) for s in self.sinks}
+            known.update(id(s) for site in self.sites.values() for s in site.sinks or ())
+            self._mixers = {k: m for k, m in self._mixers.items() if k in known or m.bed}
+            mixer = self._mixers[id(sink)] = Mixer(sink)
+        return mixer
 
     def _wants_follow_up(self, response: Response) -> bool:
         mode = self.settings.conversation.follow_up

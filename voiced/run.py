@@ -121,12 +121,14 @@ class Run:
         phase: Phase = Phase.LISTENING,
         via: str | None = None,
         on_change: Callable[[Run], None] | None = None,
+        background: bool = False,
     ) -> None:
         self.services = services
         language = services.settings.language_of(site_id)  # the site's own, else the house's
         self.context = RunContext(site_id=site_id, language=language, app=services)
         self.phase = phase
         self.via = via  # "wyoming" for a Wyoming request; None for a site's own runs
+        self.background = background  # media under the site's other runs (voiced/mixer.py)
         self.on_change = on_change  # the site's state follows its runs
         self.cancelled: str | None = None  # why, once cancel() was called
         self.end_reason: str | None = None

@@ -142,7 +142,7 @@ class Site(SiteRuns):
                 return False
             if self.awake_until is None and self.current is None and not speech_barge_in:
                 return False  # idle: only the wake word listens (VAD is not run, to save CPU)
-        elif self.speaking and self.hears_playback and not speech_barge_in:
+        elif (self.speaking or self.playing_media) and self.hears_playback and not speech_barge_in:
             return False  # don't transcribe our own answer coming back through the microphone
         return True
 
@@ -235,11 +235,20 @@ class Site(SiteRuns):
         finally:
             self._capture = None
 
-    def cancel(self, reason: str = "cancelled") -> int:
-        """Stop every run in flight here (playback included); returns how many."""
+    def detached(self) -> None:
+        """The site's audio is gone (its source ended or was cut off): a run still listening
+        ends; runs answering go on."""
+        if self.current is not None:
+            self._end_listening("detached")
+
+    def cancel(self, reason: str = "cancelled", media: bool = True) -> int:
+        """Stop every run in flight here (playback included; media playing in the background
+        only when ``media``); returns how many."""
         cancelled = 0
         for run in list(self.runs.values()):
-            if run is not self.current and run.cancel(reason):
+            if run is self.current or (run.background and not media):
+                continue
+            if run.cancel(reason):
                 cancelled += 1
         if self.current is not None:
             self._end_listening(reason)
@@ -266,7 +275,7 @@ class Site(SiteRuns):
     def _on_wake(self, detection: WakeDetection) -> None:
         barge_in = bool(self.speaking or self.thinking)
         if barge_in:
-            self.cancel("barge-in")
+            self.cancel("barge-in", media=False)
         if self.current is not None:
             self._end_listening("wake-again")
         run = self.listen(reason="barge-in" if barge_in else "wake")
@@ -282,7 +291,7 @@ class Site(SiteRuns):
 
     def _on_speech_start(self, event: SpeechStarted) -> None:
         if self.speaking and self.conversation.barge_in == "speech":
-            self.cancel("barge-in")
+            self.cancel("barge-in", media=False)
         if self.current is None:
             self.current = self.start_run("speech")
         self.current.emit(ev.VadStart(round(self._time_of(event.stream_time), 3)))

@@ -38,7 +38,17 @@ class SiteRuns:
         self.update_state()
 
     def _in(self, phase: Phase) -> bool:
-        return any(r.phase == phase for r in self.runs.values())
+        return any(r.phase == phase and not r.background for r in self.runs.values())
+
+    @property
+    def playing_media(self) -> bool:
+        """Media plays here in the background (it is none of the site's states)."""
+        return any(r.background for r in self.runs.values())
+
+    @property
+    def busy(self) -> bool:
+        """The site listens, thinks or speaks (media playing here is lowered meanwhile)."""
+        return any(not r.background for r in self.runs.values()) or self.awake()
 
     @property
     def speaking(self) -> bool:

@@ -58,6 +58,7 @@ class Device:
         self.active_wake_words: list[str] = []
         self.conversation = Conversation(self)
         self.timers = Timers(self)
+        self._media = 0  # how many media plays began: the newest owns the player's state
         self.refused = 0  # clients dropped for bad frames
         self.address: tuple[str, int] | None = None
         self._server: asyncio.Server | None = None
@@ -218,16 +219,24 @@ class Device:
         if message.has_volume:
             self.state.volume = max(0.0, min(1.0, float(message.volume)))
         if message.has_command:
-            command = message.command
-            if command == MediaPlayerCommand.STOP:
-                self.timers.stop("media player stop")
-                with contextlib.suppress(KeyError):  # nothing ever ran at a site not connected
-                    self.app.cancel(self.site_id)
-            elif command in (MediaPlayerCommand.MUTE, MediaPlayerCommand.UNMUTE):
-                self.state.sound_muted = command == MediaPlayerCommand.MUTE
+            self._player_command(message.command)
         if message.has_media_url and message.key == MEDIA_PLAYER_KEY:
             self.spawn(self.play_url([message.media_url], "media", bool(message.announcement)))
         self.broadcast_states()
+
+    def _player_command(self, command: int) -> None:
+        if command == MediaPlayerCommand.STOP:
+            self.timers.stop("media player stop")
+            self.state.paused = False
+            with contextlib.suppress(KeyError):  # nothing ever ran at a site not connected
+                self.app.cancel(self.site_id)
+        elif command in (MediaPlayerCommand.PAUSE, MediaPlayerCommand.PLAY):
+            paused = command == MediaPlayerCommand.PAUSE
+            if self.app.pause_media(self.site_id, paused):
+                self.state.paused = paused
+                self.emit("media-paused" if paused else "media-resumed")
+        elif command in (MediaPlayerCommand.MUTE, MediaPlayerCommand.UNMUTE):
+            self.state.sound_muted = command == MediaPlayerCommand.MUTE
 
     async def _announce(self, connection: Connection, message: Any) -> None:
         urls = [u for u in (message.preannounce_media_id, message.media_id) if u]
@@ -240,7 +249,9 @@ class Device:
     # -- playing ---------------------------------------------------------------------------
 
     async def play_url(self, urls: list[str], reason: str, announcement: bool = False) -> bool:
-        """Fetch, decode and play media at the site; True once played to the end."""
+        """Fetch, decode and play media at the site; True once played to the end. Media
+        (``reason`` "media", no announcement) plays in the background: lowered while the site
+        listens or speaks, not stopped by a wake word, replaced by the next media."""
         audio: list[AudioChunk] = []
         for url in urls:
             try:
@@ -255,10 +266,26 @@ class Device:
             return False
         if self.state.sound_muted:
             return True  # muted: played, silently
-        self.state.announcing, self.state.playing = announcement, not announcement
+        if announcement or reason != "media":
+            return await self._foreground(audio, reason, announcement)
+        self._media += 1
+        playing = self._media
+        self.state.playing, self.state.paused = True, False
+        self.broadcast_states()
+        try:
+            return await self.app.play(audio, self.site_id, reason, background=True)
+        finally:
+            if playing == self._media:  # no newer media replaced this one
+                self.state.playing = self.state.paused = False
+                self.broadcast_states()
+
+    async def _foreground(self, audio: list[AudioChunk], reason: str, announcement: bool) -> bool:
+        """An announcement or Home Assistant's answer: over any media, which is lowered."""
+        shown = "announcing" if announcement else "answering"
+        setattr(self.state, shown, True)
         self.broadcast_states()
         try:
             return await self.app.play(audio, self.site_id, reason)
         finally:
-            self.state.announcing = self.state.playing = False
+            setattr(self.state, shown, False)
             self.broadcast_states()

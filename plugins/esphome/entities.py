@@ -39,14 +39,17 @@ class DeviceState:
     muted: bool = False  # the microphone (the mute switch)
     volume: float = 1.0  # gain applied to what this device plays for Home Assistant
     sound_muted: bool = False  # the media player's own mute
-    playing: bool = False
+    playing: bool = False  # media
+    paused: bool = False  # the media is paused
+    answering: bool = False  # Home Assistant's answer plays
     announcing: bool = False
     wake_sensitivity: str = "moderately"  # one of WAKE_SENSITIVITIES
 
 
 def entity_list() -> list[Message]:
     """``ListEntities`` answers: the media player (announcements as WAV at any rate: voiced
-    converts what it gets), the microphone's mute switch and the wake-word sensitivity."""
+    converts what it gets; media pauses, and is lowered while the room listens or speaks),
+    the microphone's mute switch and the wake-word sensitivity."""
     wav = MediaPlayerSupportedFormat(
         format="wav", purpose=MediaPlayerFormatPurpose.ANNOUNCEMENT.value
     )
@@ -55,7 +58,7 @@ def entity_list() -> list[Message]:
             object_id="media_player",
             key=MEDIA_PLAYER_KEY,
             name="Media Player",
-            supports_pause=False,
+            supports_pause=True,
             supported_formats=[wav],
         ),
         ListEntitiesSwitchResponse(
@@ -78,10 +81,11 @@ def entity_list() -> list[Message]:
 
 def entity_states(state: DeviceState) -> list[Message]:
     """The entities' current states (sent on subscribe and on every change)."""
-    if state.announcing:
-        player = MediaPlayerState.ANNOUNCING
-    elif state.playing:
+    if state.announcing or state.answering or (state.playing and not state.paused):
+        player = MediaPlayerState.PLAYING  # Home Assistant 2026.11 maps no ANNOUNCING state
         player = MediaPlayerState.PLAYING
+    elif state.playing:
+        player = MediaPlayerState.PAUSED
     else:
         player = MediaPlayerState.IDLE
     return [
