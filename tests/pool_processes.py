@@ -31,7 +31,13 @@ reconnect_max_delay = 1.0
 """
 
 
-def pool_settings(broker: Mosquitto, timeout: float = 20.0) -> dict:
+TEST_DEADLINE = 60.0
+"""A job's deadline in these tests: a worker on a busy 2-core machine (the suite, a burner,
+the worker's constrained search for a misheard command) needed over 20 s; the deadline is not
+what they test (tests of it set their own)."""
+
+
+def pool_settings(broker: Mosquitto, timeout: float = TEST_DEADLINE) -> dict:
     """The ``[stages.asr.mqtt-pool]`` block as a dict, for an in-process front end."""
     return {
         "timeout": timeout,
@@ -46,7 +52,7 @@ def pool_settings(broker: Mosquitto, timeout: float = 20.0) -> dict:
     }
 
 
-def write_pool_config(folder: Path, broker: Mosquitto, timeout: float = 20.0) -> Path:
+def write_pool_config(folder: Path, broker: Mosquitto, timeout: float = TEST_DEADLINE) -> Path:
     path = folder / "pool.toml"
     path.write_text(
         POOL_CONFIG.format(

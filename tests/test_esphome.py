@@ -509,6 +509,23 @@ async def test_the_devices_are_announced_over_mdns_on_their_interface(daemon: Pi
     assert b"api_encryption" not in found["default"].properties
 
 
+@pytest.mark.slow
+@pytestmark_daemon
+async def test_a_second_voiced_announcing_the_same_names_is_told_and_keeps_running(
+    daemon: Pipeline, caplog: pytest.LogCaptureFixture
+) -> None:
+    from voiced_plugins.esphome.discovery import Announcer
+
+    devices = list(daemon.stage("service", "esphome").devices.values())
+    twin = Announcer("127.0.0.1")
+    await twin.start(devices)  # the daemon announces these names already
+    try:
+        assert twin.services == []
+        assert "already announces 'voiced-default' over mDNS" in caplog.text
+    finally:
+        await twin.stop()
+
+
 class SpeakingSource(QuietSource):
     """The default room's microphone: silent until told to speak, then what it hears at a
     real one's pace, then silent."""

@@ -82,9 +82,7 @@ class Announcer:
         try:
             self.zeroconf = AsyncZeroconf(interfaces=addresses, ip_version=IPVersion.V4Only)
             for device in devices:
-                info = service_info(device, addresses)
-                await self.zeroconf.async_register_service(info)  # type: ignore[arg-type]
-                self.services.append(info)
+                await self._register(device, addresses)
         except (OSError, ValueError) as exc:
             log.warning(
                 "esphome: cannot announce the devices over mDNS on %s: %s; add them "
@@ -98,6 +96,24 @@ class Announcer:
             len(self.services),
             ", ".join(addresses),
         )
+
+    async def _register(self, device: Device, addresses: list[str]) -> None:
+        from zeroconf import NonUniqueNameException
+
+        assert self.zeroconf is not None
+        info = service_info(device, addresses)
+        try:
+            await self.zeroconf.async_register_service(info)  # type: ignore[arg-type]
+        except NonUniqueNameException:
+            log.warning(
+                "esphome: another device on the network already announces %r over mDNS (a "
+                "second voiced with the same names?); %s is not announced: give it its own "
+                "`name`, or add it in Home Assistant by host and port",
+                device.name,
+                device.name,
+            )
+            return
+        self.services.append(info)
 
     async def stop(self) -> None:
         if self.zeroconf is None:
