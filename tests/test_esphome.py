@@ -295,6 +295,28 @@ async def test_the_volume_scales_what_the_media_player_plays(
 
 @pytest.mark.slow
 @pytestmark_daemon
+async def test_the_volume_changes_media_while_it_plays(
+    daemon: Pipeline, client: APIClient, media_server: str
+) -> None:
+    before, runs = played(daemon), len(media_runs(daemon))
+    client.media_player_command(1, media_url=f"{media_server}/long.wav")  # 8 s at 16000
+    for _ in range(50):
+        if len(media_runs(daemon)) > runs:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(2.0)
+    client.media_player_command(1, volume=0.25)
+    try:
+        assert await ended(daemon, media_runs(daemon)[-1]) == "done"
+    finally:
+        client.media_player_command(1, volume=1.0)
+    [song] = [p for p in played(daemon) if p not in before]
+    peaks = levels(song, window=0.5)
+    assert max(peaks[:3]) > 15000 and max(peaks[-6:]) < 4500  # full, then a quarter
+
+
+@pytest.mark.slow
+@pytestmark_daemon
 async def test_voiceds_own_mute_shows_on_the_switch(daemon: Pipeline, client: APIClient) -> None:
     states: list[object] = []
     client.subscribe_states(states.append)

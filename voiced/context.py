@@ -47,12 +47,14 @@ class Assistant(Protocol):
         reason: str = "play",
         *,
         background: bool = False,
+        volume: Callable[[], float] | None = None,
     ) -> bool:
         """Play audio made elsewhere (an announcement) at a site's sinks, as a run of its own;
         True once played, False when cancelled (barge-in) or failed, or when the site has
         no audio now (a satellite not connected; the daemon's own site plays on its sinks).
         ``background`` audio (media) is lowered while the site listens, thinks or speaks,
-        its other audio mixed over it; a wake word does not stop it, a cancel does."""
+        its other audio mixed over it; a wake word does not stop it, a cancel does; its
+        ``volume`` (0..1, a player's, which may change while it plays) is asked as it plays."""
 
     def pause_media(self, site_id: str, paused: bool) -> bool:
         """Pause or resume the media playing at a site; False when none plays there."""

@@ -33,7 +33,15 @@ class _Voice:
     def push(self, chunk: AudioChunk) -> None:
         if self.converter is None:
             self.converter = StreamConverter(chunk.format, PIPELINE_FORMAT)
-        pcm = self.converter.convert(chunk.audio)
+        self._add(self.converter.convert(chunk.audio))
+
+    def end(self) -> None:
+        """Its stream gave its last chunk: what the resampler still holds is added."""
+        if self.converter is not None:
+            self._add(self.converter.convert(b"", last=True))
+        self.ended = True
+
+    def _add(self, pcm: bytes) -> None:
         samples = pcm_to_float(pcm, PIPELINE_FORMAT)[:, 0]
         self.pending = np.concatenate([self.pending, samples])
 
@@ -57,14 +65,15 @@ class _Bed:
         self.stopped = False  # the sink's stream ended: streams still here play on their own
         self.voices: list[_Voice] = []
         self.changed = asyncio.Event()  # a voice came, had audio or left; pause changed
-        self._last_gain = 1.0
+        self._last_gain: float | None = None  # none yet: the media starts at its gain
 
     def mix(self, media: np.ndarray) -> np.ndarray:
         """``media`` at the gain (ramped from the last one, no click) plus the voices."""
         gain = max(0.0, min(1.0, float(self.gain())))
+        last = gain if self._last_gain is None else self._last_gain
         gains = np.full(media.size, gain, dtype=np.float32)
         ramp = min(media.size, int(PIPELINE_FORMAT.rate * RAMP_SECONDS))
-        gains[:ramp] = np.linspace(self._last_gain, gain, ramp, dtype=np.float32)
+        gains[:ramp] = np.linspace(last, gain, ramp, dtype=np.float32)
         out = media * gains
         self._last_gain = gain
         for voice in self.voices:
@@ -174,7 +183,7 @@ class Mixer:
                 if bed.stopped:
                     break
             else:
-                voice.ended = True
+                voice.end()
                 bed.changed.set()
                 while not voice.finished and not bed.stopped:
                     voice.taken.clear()

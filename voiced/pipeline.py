@@ -177,13 +177,15 @@ class Pipeline:
         reason: str = "play",
         *,
         background: bool = False,
+        volume: Callable[[], float] | None = None,
     ) -> bool:
         """Play audio made elsewhere (an announcement) at a site, as a run of its own; True
         once played, False when it was cancelled (barge-in, cancel) or failed.
 
         ``background`` audio (media) is lowered to ``conversation.duck_volume`` while the site
         listens, thinks or speaks, with its other audio mixed over it; a wake word does not
-        stop it, a cancel does, and new background audio at the site replaces it."""
+        stop it, a cancel does, and new background audio at the site replaces it. Its
+        ``volume`` (0..1, a player's, which may change while it plays) is asked as it plays."""
         if site_id not in self.sites and site_id != self.settings.site_id:
             message = f"{reason}: site {site_id!r} has no speaker now (not connected)"
             log.warning("%s", message)
@@ -192,7 +194,7 @@ class Pipeline:
         if background:
             await self._stop_media(site_id)
         run = self.start_run(site_id, reason, phase=Phase.SPEAKING, background=background)
-        task = run.answer_in(self._spawn(self._play_run(run, audio)))
+        task = run.answer_in(self._spawn(self._play_run(run, audio, volume)))
         try:
             return bool(await asyncio.shield(task))
         except asyncio.CancelledError:
@@ -204,13 +206,15 @@ class Pipeline:
         """Pause or resume the media playing at a site; False when none plays there."""
         return any([mixer.pause(paused) for mixer in self._sinks_of(site_id)])
 
-    def _media_gain(self, site_id: str) -> Callable[[], float]:
-        """The gain of media at a site: ``duck_volume`` while it listens, thinks or speaks."""
+    def _media_gain(self, site_id: str, volume: Callable[[], float] | None) -> Callable[[], float]:
+        """The gain of media at a site: its volume, times ``duck_volume`` while the site
+        listens, thinks or speaks."""
         duck = self.settings.conversation.duck_volume
 
         def gain() -> float:  # the site's runs now: its audio may come after the media began
             runs = self.sites.get(site_id) or self._siteless.get(site_id)
-            return duck if runs is not None and runs.busy else 1.0
+            level = volume() if volume is not None else 1.0
+            return level * duck if runs is not None and runs.busy else level
 
         return gain
 
@@ -220,10 +224,12 @@ class Pipeline:
             run.cancel("replaced")
         await asyncio.gather(*(r.task for r in runs if r.task), return_exceptions=True)
 
-    async def _play_run(self, run: Run, audio: list[AudioChunk]) -> bool:
+    async def _play_run(
+        self, run: Run, audio: list[AudioChunk], volume: Callable[[], float] | None = None
+    ) -> bool:
         sinks = self._sinks_of(run.site_id)
         if run.background:
-            gain = self._media_gain(run.site_id)
+            gain = self._media_gain(run.site_id, volume)
             players = [
                 sink.play_background(_replay(audio), run.run_id, run.site_id, gain)
                 for sink in sinks

@@ -253,12 +253,14 @@ class Device:
         (``reason`` "media", no announcement) plays in the background: lowered while the site
         listens or speaks, not stopped by a wake word, replaced by the next media."""
         audio: list[AudioChunk] = []
+        background = reason == "media" and not announcement
+        volume = 1.0 if background else self.state.volume  # media's follows the player's
         for url in urls:
             try:
                 body = await self.app.in_thread(
                     fetch, url, self.options.max_media_bytes, self.options.media_seconds
                 )
-                audio += await self.app.in_thread(decode, body, self.state.volume)
+                audio += await self.app.in_thread(decode, body, volume)
             except (MediaError, AudioFormatError) as exc:
                 log.warning("esphome %s: %s: %s", self.name, reason, exc)
                 self.emit("error", stage=reason, message=str(exc))
@@ -266,18 +268,24 @@ class Device:
             return False
         if self.state.sound_muted:
             return True  # muted: played, silently
-        if announcement or reason != "media":
+        if not background:
             return await self._foreground(audio, reason, announcement)
         self._media += 1
         playing = self._media
         self.state.playing, self.state.paused = True, False
         self.broadcast_states()
         try:
-            return await self.app.play(audio, self.site_id, reason, background=True)
+            return await self.app.play(
+                audio, self.site_id, reason, background=True, volume=self._media_volume
+            )
         finally:
             if playing == self._media:  # no newer media replaced this one
                 self.state.playing = self.state.paused = False
                 self.broadcast_states()
+
+    def _media_volume(self) -> float:
+        """The player's volume as media plays: its slider and its mute, as they are now."""
+        return 0.0 if self.state.sound_muted else self.state.volume
 
     async def _foreground(self, audio: list[AudioChunk], reason: str, announcement: bool) -> bool:
         """An announcement or Home Assistant's answer: over any media, which is lowered."""
