@@ -50,6 +50,11 @@ class _Voice:
         self.taken.set()
         return taken
 
+    async def wait_taken(self) -> None:
+        """Until the mix takes samples (or the media stops)."""
+        self.taken.clear()
+        await self.taken.wait()
+
     @property
     def finished(self) -> bool:
         return self.ended and not self.pending.size
@@ -152,19 +157,15 @@ class Mixer:
         converter: StreamConverter | None = None
         async for chunk in audio:
             while bed.paused:
-                if (samples := bed.voices_only()) is None:
-                    await bed.wait()
-                else:
-                    yield _chunk(samples)
+                if (voices := await _voices_or_wait(bed)) is not None:
+                    yield voices
             converter = converter or StreamConverter(chunk.format, PIPELINE_FORMAT)
             media = pcm_to_float(converter.convert(chunk.audio), PIPELINE_FORMAT)[:, 0]
             yield _chunk(bed.mix(media))
         bed.closed = True
         while any(not v.finished for v in bed.voices):
-            if (samples := bed.voices_only()) is None:
-                await bed.wait()
-            else:
-                yield _chunk(samples)
+            if (voices := await _voices_or_wait(bed)) is not None:
+                yield voices
 
     async def _mix_in(
         self, bed: _Bed, audio: AsyncIterator[AudioChunk], run_id: str, site_id: str
@@ -178,21 +179,29 @@ class Mixer:
                 while voice.pending.size > PIPELINE_FORMAT.rate * AHEAD_SECONDS:
                     if bed.stopped:
                         break
-                    voice.taken.clear()
-                    await voice.taken.wait()
+                    await voice.wait_taken()
                 if bed.stopped:
                     break
             else:
                 voice.end()
                 bed.changed.set()
                 while not voice.finished and not bed.stopped:
-                    voice.taken.clear()
-                    await voice.taken.wait()
+                    await voice.wait_taken()
         finally:
             bed.voices.remove(voice)
             bed.changed.set()
         if bed.stopped and not voice.finished:  # the media stopped first: the rest on its own
             await self.inner.play(_rest(voice, audio), run_id, site_id)
+
+
+async def _voices_or_wait(bed: _Bed) -> AudioChunk | None:
+    """The voices' next samples with no media under them; None after waiting for a change
+    (a voice's audio, a voice leaving, a resume) when no voice has any."""
+    samples = bed.voices_only()
+    if samples is None:
+        await bed.wait()
+        return None
+    return _chunk(samples)
 
 
 def _chunk(samples: np.ndarray) -> AudioChunk:
