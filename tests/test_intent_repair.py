@@ -80,6 +80,15 @@ def test_the_graph_joins_word_pieces_and_keeps_the_home_names(hassil):
     assert "minute\x01" not in graph.vocabulary
 
 
+def test_a_shared_rule_takes_each_templates_own_local_rules(hassil):
+    """``<what_is_the_class_of_name>`` says the device class of each template's own local
+    ``class`` rule: "apparent power" in one, "air quality" in another (the first template's
+    were once reused for every other, and "what is the air quality" left the graph)."""
+    graph = hassil.graph
+    assert graph.allows("apparent", "power") and graph.allows("air", "quality")
+    assert graph.allows("atmospheric", "pressure")
+
+
 def test_a_new_home_rebuilds_the_graph(hassil):
     stage = HassilIntent(HassilOptions(home="", sentences=[]))
     stage.load()

@@ -248,7 +248,7 @@ class _GraphBuilder:
         self.rules = rules
         self.numbers = numbers
         self.unspaced = unspaced
-        self._rule_shapes: dict[int, _Shape] = {}
+        self._rule_shapes: dict[tuple[int, int], _Shape] = {}
         self._list_shapes: dict[str, _Shape] = {}
 
     def shape(self, expr: Expression, rules: dict[str, Any]) -> _Shape:
@@ -287,7 +287,7 @@ class _GraphBuilder:
         body = rules.get(name)
         if body is None:
             return _Shape()
-        key = id(body)
+        key = (id(body), id(rules))  # a rule may refer to the template's own local rules
         if key not in self._rule_shapes:
             self._rule_shapes[key] = _Shape()
             self._rule_shapes[key] = self.shape(body.expression, rules)
@@ -386,6 +386,7 @@ class SentenceGraph:
         """Each word pair's templates, as bits (bit i: the i-th sentence template says it)."""
         self.left_out: list[str] = []
         """Templates too large for the graph (``GraphTooLarge``), as written."""
+        scopes: list[dict[str, Any]] = []
         index = 0
         for intent in intents.intents.values():
             for data in intent.data:
@@ -394,6 +395,7 @@ class SentenceGraph:
                     if data.expansion_rules
                     else intents.expansion_rules
                 )
+                scopes.append(rules)  # kept while building: rule shapes are cached by its id
                 for sentence in data.sentences:
                     bit = 1 << index
                     index += 1
