@@ -224,13 +224,20 @@ def row_makers(
     from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
 
     def voiced(
-        fuzzy: bool, repair: bool = True, engine_options: Any = None, **switches: Any
+        fuzzy: bool,
+        repair: bool = True,
+        engine_options: Any = None,
+        ct2_steps: bool = False,
+        **switches: Any,
     ) -> Any:
-        """The engine with ``switches`` under ``recognition`` and ``engine_options`` beside."""
+        """The engine with ``switches`` under ``recognition`` and ``engine_options`` beside;
+        ``ct2_steps``: the search's steps on CTranslate2's ``generate`` (as before ct2_steps.py)."""
         stage = stages[fuzzy, repair]
         options = WhisperCt2Options(**(engine_options or {}), recognition=switches)
         engine = WhisperCt2Asr(options, App(stage))
         engine.load()
+        if ct2_steps:
+            engine._steps = None  # the row that compares the two
         return engine_runner(engine, stage)
 
     before = {"rescore_names": False}  # the rows before that guard
@@ -243,6 +250,7 @@ def row_makers(
     rows = {
         "peer: faster-whisper + plain hassil": lambda: peer_runner(stages[False, False]),
         "voiced: default": lambda: voiced(True, True),
+        "voiced: default, search steps on CTranslate2": lambda: voiced(True, True, ct2_steps=True),
         "voiced: budget none": lambda: voiced(True, True, budget_s=None),
         **{
             f"voiced: budget {budget} s": lambda budget=budget: voiced(

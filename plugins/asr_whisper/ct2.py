@@ -27,6 +27,7 @@ from .common import (
     window_seconds,
 )
 from .ct2_scoring import forced_scores, next_logprobs
+from .ct2_steps import StepDecoder
 from .language import check_languages, pinned
 from .listen.driver import recognize
 from .listen.homes import Homes
@@ -59,6 +60,7 @@ class WhisperCt2Asr:
         self.compute_type = ""
         self.reason = ""
         self._model: Any = None
+        self._steps: StepDecoder | None = None
         self._tokenizers: dict[tuple[str | None, str], Any] = {}
         self.homes = Homes(app, self)
 
@@ -94,6 +96,9 @@ class WhisperCt2Asr:
         self.reason = choice.reason
         check_languages(self.name, opts.model, self.multilingual, opts.language, self.app)
         log.info("%s: %s on %s (%s)", self.name, opts.model, self.device, choice.reason)
+        if self.device == "cpu" and opts.recognition.searches:
+            folder = _model_dir(source, local, opts.download_root)
+            self._steps = StepDecoder.of_model(folder) if folder is not None else None
         if opts.warmup:
             self._decode(np.zeros(SAMPLE_RATE, dtype=np.float32) + 1e-3, None, WARMUP)
         self.homes.build(self.options)
@@ -105,6 +110,7 @@ class WhisperCt2Asr:
 
     def close(self) -> None:
         self._model = None
+        self._steps = None
         self._tokenizers.clear()
 
     @property
@@ -173,6 +179,10 @@ class WhisperCt2Asr:
         return forced_scores(self._model.model, self._tokenizer(language), encoded, texts, frames)
 
     def next_logprobs(self, encoded: Any) -> NextLogprobs:
+        """The search's steps: the decoder in numpy with its keys and values kept between
+        steps (ct2_steps.py) on the CPU; CTranslate2's ``generate`` per step on a GPU."""
+        if self._steps is not None:
+            return self._steps.steps(np.asarray(encoded))
         return next_logprobs(self._model.model, encoded)
 
     def transcribe_long(
@@ -298,3 +308,18 @@ class WhisperCt2Asr:
             "timings_ms": {"total": round((done - started) * 1000, 1)},
         }
         return Transcript(text, info.language, self.name, seconds, not text, data)
+
+
+def _model_dir(source: str, local: bool, download_root: str | None) -> str | None:
+    """The directory faster-whisper loaded ``source`` from (a hub id: its cached copy)."""
+    if local:
+        return source
+    from faster_whisper.utils import download_model
+
+    try:
+        return download_model(source, local_files_only=True, cache_dir=download_root)
+    except Exception as exc:  # the search steps on CTranslate2's generate instead
+        log.info(
+            "%s: no local copy of %s for the search steps (%s)", WhisperCt2Asr.name, source, exc
+        )
+        return None

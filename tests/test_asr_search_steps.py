@@ -1,0 +1,103 @@
+"""The grammar search's next-token steps in numpy (ct2_steps.py): Whisper's decoder with the
+audio's keys and values shared by the beam and each reading's own kept between steps.
+
+On real speech (Piper) and the bundled tiny.en, its log-probabilities are CTranslate2's own
+(float32: the same numbers; the default int8 differs by int8's rounding), however the beam
+grows, and the engine uses it on the CPU whenever its profile searches.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+
+import numpy as np
+import pytest
+from speech import piper
+from voiced_plugins.asr_whisper.common import pcm16_to_float
+from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
+from voiced_plugins.asr_whisper.ct2_scoring import next_logprobs
+from voiced_plugins.asr_whisper.ct2_steps import StepDecoder
+from voiced_plugins.asr_whisper.models import resolve_ct2
+
+LIKELY = -10.0
+"""Tokens compared: those CTranslate2 gives at least this log-probability (the search prunes
+far above it; far below, float32's rounding of a near-zero probability is all that differs)."""
+
+
+@pytest.fixture(scope="module")
+def float32_engine():
+    engine = WhisperCt2Asr(WhisperCt2Options(compute_type="float32", warmup=False))
+    engine.load()
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def window(float32_engine):
+    """'Set the kitchen light to 40 percent.' as tiny.en encodes it, in a 5 s window."""
+    samples = pcm16_to_float(piper("Set the kitchen light to 40 percent."))
+    return float32_engine.encode(samples, 5)
+
+
+def grown(engine, steps, words: str, width: int = 6):
+    """Each step of the beam as the search grows it: the spoken words' tokens, and beside
+    them the likeliest other tokens after the same prefix; (prompt, prefixes) per step."""
+    tokenizer = engine.tokenizer(None)
+    prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+    said = tokenizer.encode(" " + words)
+    asked, prefixes = [], [()]
+    for n in range(len(said)):
+        asked.append(list(prefixes))
+        rows = steps(prompt, prefixes)
+        others = [int(t) for t in np.argsort(rows[0])[::-1][:width] if t != said[n]]
+        prefixes = [tuple(said[: n + 1])] + [(*prefixes[0], t) for t in others[: width - 1]]
+    return prompt, asked
+
+
+def test_the_steps_give_ctranslate2s_own_logprobs(float32_engine, window):
+    decoder = StepDecoder.of_model(resolve_ct2("bundled:tiny.en")[0])
+    steps = decoder.steps(np.asarray(window))
+    reference = next_logprobs(float32_engine._model.model, window)
+    prompt, asked = grown(float32_engine, steps, "Set the kitchen light to 40 percent.")
+    steps = decoder.steps(np.asarray(window))  # afresh: the same questions, in the same order
+    for prefixes in asked:
+        mine, theirs = steps(prompt, prefixes), reference(prompt, prefixes)
+        for row, expected in zip(mine, theirs, strict=True):
+            likely = expected > LIKELY
+            assert np.abs(row[likely] - expected[likely]).max() < 2e-3
+            assert int(np.argmax(row)) == int(np.argmax(expected))
+
+
+def test_a_reading_not_grown_from_the_last_step_is_read_from_the_start(float32_engine, window):
+    decoder = StepDecoder.of_model(resolve_ct2("bundled:tiny.en")[0])
+    prompt, asked = grown(float32_engine, decoder.steps(np.asarray(window)), "Set the kitchen")
+    in_order = decoder.steps(np.asarray(window))
+    rows = [in_order(prompt, prefixes) for prefixes in asked]
+    out_of_order = decoder.steps(np.asarray(window))  # the last step asked first, alone
+    late = out_of_order(prompt, asked[-1])
+    for row, expected in zip(late, rows[-1], strict=True):
+        assert np.allclose(row, expected, atol=1e-4)
+
+
+def test_the_cpu_engine_searches_with_the_steps_when_its_profile_searches():
+    searching = WhisperCt2Asr(WhisperCt2Options(warmup=False))
+    free = WhisperCt2Asr(WhisperCt2Options(warmup=False, recognition="free"))
+    for engine in (searching, free):
+        engine.load()
+    try:
+        assert isinstance(searching._steps, StepDecoder)
+        assert free._steps is None  # no search, no decoder weights held
+    finally:
+        searching.close()
+        free.close()
+
+
+def test_a_model_without_float_weights_keeps_ctranslate2s_generate(tmp_path, caplog):
+    model = tmp_path / "broken"
+    shutil.copytree(resolve_ct2("bundled:tiny.en")[0], model)
+    with open(model / "model.bin", "r+b") as data:
+        data.truncate(4096)
+    with caplog.at_level(logging.INFO, logger="voiced_plugins.asr_whisper.ct2_steps"):
+        assert StepDecoder.of_model(model) is None
+    assert "CTranslate2's generate" in caplog.text and "truncated" in caplog.text
