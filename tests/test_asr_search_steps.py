@@ -1,5 +1,6 @@
-"""The grammar search's next-token steps in numpy (ct2_steps.py): Whisper's decoder with the
-audio's keys and values shared by the beam and each reading's own kept between steps.
+"""The grammar search's next-token steps and the rescoring's teacher-forced scores in numpy
+(ct2_steps.py): Whisper's decoder with the audio's keys and values shared by the beam and
+each reading's own kept between steps.
 
 On real speech (Piper) and the bundled tiny.en, its log-probabilities are CTranslate2's own
 (float32: the same numbers; the default int8 differs by int8's rounding), however the beam
@@ -16,7 +17,7 @@ import pytest
 from speech import piper
 from voiced_plugins.asr_whisper.common import pcm16_to_float
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
-from voiced_plugins.asr_whisper.ct2_scoring import next_logprobs
+from voiced_plugins.asr_whisper.ct2_scoring import forced_scores, next_logprobs
 from voiced_plugins.asr_whisper.ct2_steps import StepDecoder
 from voiced_plugins.asr_whisper.models import resolve_ct2
 
@@ -67,6 +68,25 @@ def test_the_steps_give_ctranslate2s_own_logprobs(float32_engine, window):
             likely = expected > LIKELY
             assert np.abs(row[likely] - expected[likely]).max() < 2e-3
             assert int(np.argmax(row)) == int(np.argmax(expected))
+
+
+def test_teacher_forced_scores_are_ctranslate2s_align(float32_engine, window):
+    """The rescoring's scores of the home's sentences, their shared beginnings decoded once."""
+    texts = [
+        "Set the kitchen light to 40 percent.",
+        "set the kitchen light to 40 percent",
+        "Set the kitchen lights to 40%.",
+        "turn on the kitchen light",
+        "what time is it",
+    ]
+    tokenizer = float32_engine.tokenizer(None)
+    decoder = StepDecoder.of_model(resolve_ct2("bundled:tiny.en")[0])
+    prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+    mine = decoder.forced(np.asarray(window), prompt, [tokenizer.encode(" " + t) for t in texts])
+    theirs = forced_scores(float32_engine._model.model, tokenizer, window, texts, 250)
+    assert max(abs(a - b) for a, b in zip(mine, theirs, strict=True)) < 0.05, (mine, theirs)
+    assert list(np.argsort(mine)) == list(np.argsort(theirs))
+    assert theirs[0] > -0.6 and theirs[-1] < -3  # what was said, and what was not
 
 
 def test_a_reading_not_grown_from_the_last_step_is_read_from_the_start(float32_engine, window):

@@ -14,6 +14,7 @@ Whisper, so its share of the fused bias is zero. Here the mapping runs backwards
 from __future__ import annotations
 
 import json
+import mmap
 import re
 import struct
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ class Ct2Model:
 
 
 class _Reader:
-    def __init__(self, data: bytes, path: Path) -> None:
+    def __init__(self, data: bytes | mmap.mmap, path: Path) -> None:
         self.data, self.off, self.path = data, 0, path
 
     def take(self, fmt: str) -> Any:
@@ -64,18 +65,23 @@ class _Reader:
         self.off += n
         return text
 
-    def raw(self, n: int) -> bytes:
+    def raw(self, n: int) -> memoryview:
+        """The next ``n`` bytes, not copied (a view of the mapped file)."""
         if self.off + n > len(self.data):
             raise ConversionError(f"{self.path}: truncated at byte {self.off}")
-        chunk = self.data[self.off : self.off + n]
+        chunk = memoryview(self.data)[self.off : self.off + n]
         self.off += n
         return chunk
 
 
 def read_ct2_model(path: str | Path) -> Ct2Model:
-    """Parse a CTranslate2 ``model.bin`` into numpy arrays (bfloat16 comes back as float32)."""
+    """Parse a CTranslate2 ``model.bin`` into numpy arrays (bfloat16 comes back as float32):
+    views of the file mapped read-only, so only the variables used are read into memory."""
     path = Path(path)
-    r = _Reader(path.read_bytes(), path)
+    with path.open("rb") as file:
+        if not file.seek(0, 2):
+            raise ConversionError(f"{path}: truncated at byte 0")
+        r = _Reader(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ), path)
     version = r.take("I")
     if version < 4 or version > 6:
         raise ConversionError(

@@ -176,7 +176,14 @@ class WhisperCt2Asr:
     def forced_scores(
         self, encoded: Any, language: str | None, texts: list[str], frames: int
     ) -> list[float]:
-        return forced_scores(self._model.model, self._tokenizer(language), encoded, texts, frames)
+        """Teacher-forced scores: the numpy decoder's where the search steps on it (the shared
+        beginnings of the home's sentences decoded once), else CTranslate2's ``align``."""
+        tokenizer = self._tokenizer(language)
+        if self._steps is not None:
+            prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+            tokens = [tokenizer.encode(" " + t.strip()) or [tokenizer.eot] for t in texts]
+            return self._steps.forced(np.asarray(encoded), prompt, tokens)
+        return forced_scores(self._model.model, tokenizer, encoded, texts, frames)
 
     def next_logprobs(self, encoded: Any) -> NextLogprobs:
         """The search's steps: the decoder in numpy with its keys and values kept between

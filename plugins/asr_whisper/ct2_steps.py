@@ -119,6 +119,23 @@ class StepDecoder:
         """The next-token steps in one window (``encoded``: the encoder's output, 1 x T x d)."""
         return _Steps(self, np.asarray(encoded, dtype=np.float32)[0])
 
+    def forced(
+        self, encoded: np.ndarray, prompt: list[int], sequences: list[list[int]]
+    ) -> list[float]:
+        """Mean log-probability of each token sequence after ``prompt``, teacher-forced in
+        one window (what CTranslate2's ``align`` gives as ``text_token_probs``): the
+        sequences' shared beginnings are decoded once, a depth of the tree a step."""
+        steps = _Steps(self, np.asarray(encoded, dtype=np.float32)[0])
+        said = [tuple(s) for s in sequences]
+        logprobs: dict[tuple[int, ...], list[float]] = {s: [] for s in said}
+        for depth in range(max(map(len, said), default=0)):
+            prefixes = list(dict.fromkeys(s[:depth] for s in said if len(s) > depth))
+            rows = dict(zip(prefixes, steps(prompt, prefixes), strict=True))
+            for s in said:
+                if len(s) > depth:
+                    logprobs[s].append(float(rows[s[:depth]][s[depth]]))
+        return [float(np.mean(logprobs[s])) if s else -99.0 for s in said]
+
 
 class _Steps:
     """One window's search: the audio's keys and values, and each reading's own."""
