@@ -209,8 +209,10 @@ async def test_a_hostile_workers_ten_megabyte_transcript_is_refused_and_the_loca
     assert "kitchen" in transcript.data["text"].lower()
     assert took < 45  # the run did not sit out the pool's 60 s timeout (a generous margin)
     # the 10 MB payload is held once by paho, never parsed; the bound is loose because the
-    # run also loads the local Whisper and the pipeline (~560 MB measured; 1.1 GB before)
-    assert peak[0] - rss_before < 750 * 1024 * 1024
+    # run also loads the local Whisper, its search's float32 decoder (+115 MB, ~60 MB more
+    # while it is read) and the pipeline (~560 MB measured before that decoder; 1.1 GB when
+    # the payload was held many times)
+    assert peak[0] - rss_before < 850 * 1024 * 1024
     lag.check()
 
 
