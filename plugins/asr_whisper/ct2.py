@@ -182,7 +182,7 @@ class WhisperCt2Asr:
         if self._steps is not None:
             prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
             tokens = [tokenizer.encode(" " + t.strip()) or [tokenizer.eot] for t in texts]
-            return self._steps.forced(np.asarray(encoded), prompt, tokens)
+            return self._steps.forced(np.asarray(encoded), prompt, tokens, tokenizer.eot)
         return forced_scores(self._model.model, tokenizer, encoded, texts, frames)
 
     def next_logprobs(self, encoded: Any) -> NextLogprobs:

@@ -16,6 +16,7 @@ engine then keeps CTranslate2's ``generate`` (ct2_scoring.py).
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from .convert import ConversionError, ct2_to_state_dict, read_ct2_model
 log = logging.getLogger(__name__)
 
 SQRT_HALF = 0.5**0.5
+FLOOR = math.log(1e-9)
+"""The least log-probability a token of a scored sentence counts with (CTranslate2's)."""
 
 
 @dataclass(frozen=True)
@@ -120,21 +123,25 @@ class StepDecoder:
         return _Steps(self, np.asarray(encoded, dtype=np.float32)[0])
 
     def forced(
-        self, encoded: np.ndarray, prompt: list[int], sequences: list[list[int]]
+        self, encoded: np.ndarray, prompt: list[int], sequences: list[list[int]], eot: int
     ) -> list[float]:
         """Mean log-probability of each token sequence after ``prompt``, teacher-forced in
-        one window (what CTranslate2's ``align`` gives as ``text_token_probs``): the
-        sequences' shared beginnings are decoded once, a depth of the tree a step."""
+        one window, over the text vocabulary (the tokens before ``eot``) and floored at
+        1e-9, as CTranslate2's ``align`` gives ``text_token_probs``: the sequences' shared
+        beginnings are decoded once, a depth of the tree a step."""
         steps = _Steps(self, np.asarray(encoded, dtype=np.float32)[0])
         said = [tuple(s) for s in sequences]
         logprobs: dict[tuple[int, ...], list[float]] = {s: [] for s in said}
         for depth in range(max(map(len, said), default=0)):
             prefixes = list(dict.fromkeys(s[:depth] for s in said if len(s) > depth))
-            rows = dict(zip(prefixes, steps(prompt, prefixes), strict=True))
+            rows = _log_softmax(steps.logits(prompt, prefixes)[:, :eot])
+            at = {prefix: i for i, prefix in enumerate(prefixes)}
             for s in said:
                 if len(s) > depth:
-                    logprobs[s].append(float(rows[s[:depth]][s[depth]]))
-        return [float(np.mean(logprobs[s])) if s else -99.0 for s in said]
+                    token = s[depth]
+                    value = float(rows[at[s[:depth]], token]) if token < eot else FLOOR
+                    logprobs[s].append(max(value, FLOOR))
+        return [float(np.mean(logprobs[s])) if s else FLOOR for s in said]
 
 
 class _Steps:
@@ -149,10 +156,15 @@ class _Steps:
         self.prompt: tuple[int, ...] = ()
 
     def __call__(self, prompt: list[int], prefixes: list[tuple[int, ...]]) -> list[np.ndarray]:
-        with self.d.blas.limit(limits=1, user_api="blas"):
-            return self._logprobs(prompt, prefixes)
+        """The log-probabilities of the token after each prefix, over the whole vocabulary."""
+        return list(_log_softmax(self.logits(prompt, prefixes)))
 
-    def _logprobs(self, prompt: list[int], prefixes: list[tuple[int, ...]]) -> list[np.ndarray]:
+    def logits(self, prompt: list[int], prefixes: list[tuple[int, ...]]) -> np.ndarray:
+        """The logits of the token after each prefix (prefixes x vocabulary)."""
+        with self.d.blas.limit(limits=1, user_api="blas"):
+            return self._logits(prompt, prefixes)
+
+    def _logits(self, prompt: list[int], prefixes: list[tuple[int, ...]]) -> np.ndarray:
         if tuple(prompt) != self.prompt:
             self.prompt, self.said = tuple(prompt), {}
         full = [(*prompt, *p) for p in prefixes]
@@ -161,9 +173,7 @@ class _Steps:
                 self._read(sequence[:-1])
         logits = self._step([s[:-1] for s in full], [s[-1] for s in full])
         self.said = {s: self.said[s] for s in full}  # the next step grows these
-        top = logits.max(axis=1, keepdims=True)
-        logprobs = logits - top - np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
-        return list(logprobs)
+        return logits
 
     def _read(self, sequence: tuple[int, ...]) -> None:
         """The keys and values of ``sequence`` said token by token from the empty one."""
@@ -188,8 +198,7 @@ class _Steps:
         """Each parent said and one token more: the logits after it (B x vocab); the new
         readings' keys and values are kept under ``parent + (token,)``."""
         d = self.d
-        position = len(parents[0])
-        x = d.embed[tokens] + d.positions[position]
+        x = d.embed[tokens] + d.positions[[len(p) for p in parents]]  # each at its own place
         grown: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in parents]
         for i, layer in enumerate(d.layers):
             cache = [self.said[p][i] for p in parents]
@@ -227,6 +236,11 @@ class _Steps:
         q = q.reshape(b, heads, width).transpose(1, 0, 2)  # heads x B x width
         out = _attend(q, keys, values)  # heads x B x width
         return out.transpose(1, 0, 2).reshape(b, -1) @ layer.cross_out[0] + layer.cross_out[1]
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    top = logits.max(axis=1, keepdims=True)
+    return logits - top - np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
 
 
 def _attend(q: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
