@@ -21,6 +21,8 @@ from voiced_plugins.asr_whisper.ct2_scoring import forced_scores, next_logprobs
 from voiced_plugins.asr_whisper.ct2_steps import StepDecoder
 from voiced_plugins.asr_whisper.models import resolve_ct2
 
+pytestmark = pytest.mark.slow  # loads tiny.en twice and speaks with Piper
+
 LIKELY = -10.0
 """Tokens compared: those CTranslate2 gives at least this log-probability (the search prunes
 far above it; far below, float32's rounding of a near-zero probability is all that differs)."""
