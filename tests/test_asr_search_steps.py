@@ -109,7 +109,7 @@ def test_a_reading_not_grown_from_the_last_step_or_of_another_length_is_read_ali
         assert np.allclose(row, expected, atol=1e-4)
 
 
-def test_the_cpu_engine_searches_with_the_steps_when_its_profile_searches():
+def test_the_cpu_engine_searches_with_the_steps_when_its_profile_searches(float32_engine, window):
     searching = WhisperCt2Asr(WhisperCt2Options(warmup=False))
     free = WhisperCt2Asr(WhisperCt2Options(warmup=False, recognition="free"))
     for engine in (searching, free):
@@ -117,6 +117,16 @@ def test_the_cpu_engine_searches_with_the_steps_when_its_profile_searches():
     try:
         assert isinstance(searching._steps, StepDecoder)
         assert free._steps is None  # no search, no decoder weights held
+        # scores: int8 from align (the rescoring's limits were chosen on them), float32 alike
+        tokenizer = searching.tokenizer(None)
+        texts = ["Set the kitchen light to 40 percent.", "turn on the kitchen light"]
+        int8 = searching.encode(pcm16_to_float(piper("Set the kitchen light to 40 percent.")), 5)
+        assert searching.forced_scores(int8, None, texts, 250) == forced_scores(
+            searching._model.model, tokenizer, int8, texts, 250
+        )
+        mine = float32_engine.forced_scores(window, None, texts, 250)
+        theirs = forced_scores(float32_engine._model.model, tokenizer, window, texts, 250)
+        assert np.allclose(mine, theirs, atol=2e-3)
     finally:
         searching.close()
         free.close()

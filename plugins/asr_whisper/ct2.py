@@ -176,10 +176,11 @@ class WhisperCt2Asr:
     def forced_scores(
         self, encoded: Any, language: str | None, texts: list[str], frames: int
     ) -> list[float]:
-        """Teacher-forced scores: the numpy decoder's where the search steps on it (the shared
-        beginnings of the home's sentences decoded once), else CTranslate2's ``align``."""
+        """Teacher-forced scores: CTranslate2's ``align``, whose int8 numbers the rescoring's
+        limits were chosen on; in float32 the numpy decoder's, the same numbers sooner (the
+        home's sentences' shared beginnings decoded once)."""
         tokenizer = self._tokenizer(language)
-        if self._steps is not None:
+        if self._steps is not None and self.compute_type == "float32":
             prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
             tokens = [tokenizer.encode(" " + t.strip()) or [tokenizer.eot] for t in texts]
             return self._steps.forced(np.asarray(encoded), prompt, tokens, tokenizer.eot)
