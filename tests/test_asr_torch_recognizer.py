@@ -104,6 +104,19 @@ def test_the_draft_runs_the_first_reading_only(engines):
     assert "rescored" not in transcript.data
 
 
+@pytest.mark.parametrize("window", [5, 30])
+def test_a_window_is_encoded_as_ctranslate2_encodes_it(engines, window):
+    """A fitted window (the audio padded with silence) and the full one (the audio's features
+    padded with zeros, as faster-whisper's): the encoder's output of CTranslate2 in float32.
+    The prompted retry and the second look read the full window: were it padded otherwise,
+    the engines would hear a misheard command differently there."""
+    samples = pcm16_to_float(steady_piper("Turn on the kitchen lights."))
+    torch = engines["torch"].encode(samples, window).numpy()
+    ct2_float32 = np.asarray(engines["ct2 float32"].encode(samples, window))
+    assert torch.shape == ct2_float32.shape == (1, window * 50, 384)
+    assert np.abs(torch - ct2_float32).max() <= 0.01
+
+
 def scored(engine, audio: bytes, texts: list[str]) -> list[float]:
     samples = pcm16_to_float(audio)
     encoded = engine.encode(samples, 5)

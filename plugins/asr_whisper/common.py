@@ -18,6 +18,8 @@ SAMPLE_RATE = 16000
 WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*|%", re.UNICODE)
 """A word of a transcript (apostrophes inside it kept), or "%"."""
 FULL_WINDOW_S = 30
+HOP_SAMPLES = 160
+"""Samples a log-mel frame advances by (100 frames a second)."""
 
 
 class WhisperOptions(BaseModel):
@@ -65,6 +67,27 @@ def window_seconds(audio_seconds: float, options: WhisperOptions) -> int:
         return FULL_WINDOW_S
     fit = max(options.fit_min_s, audio_seconds + options.fit_padding_s)
     return min(FULL_WINDOW_S, math.ceil(fit))
+
+
+def window_audio(samples: np.ndarray, window: int, width: int | None = None) -> np.ndarray:
+    """The audio an encoder window's features are computed from, alike in both engines: a
+    fitted window's, padded with silence to ``width`` seconds (default ``window``; as Whisper
+    was trained: fewer errors, measured); the full window's, the audio alone (at most 30 s),
+    its features then padded with zeros (``fill_frames``), as faster-whisper computes them."""
+    if window == FULL_WINDOW_S:
+        return samples[: FULL_WINDOW_S * SAMPLE_RATE]
+    padded = np.zeros((width or window) * SAMPLE_RATE, dtype=np.float32)
+    padded[: len(samples)] = samples[: len(padded)]
+    return padded
+
+
+def fill_frames(features: np.ndarray, frames: int) -> np.ndarray:
+    """Log-mel ``features`` (..., mels, time) cut or padded with zeros to ``frames``."""
+    features = features[..., :frames]
+    missing = frames - features.shape[-1]
+    if missing <= 0:
+        return features
+    return np.pad(features, [(0, 0)] * (features.ndim - 1) + [(0, missing)])
 
 
 def max_new_tokens(audio_seconds: float, limit: int) -> int:

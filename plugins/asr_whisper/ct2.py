@@ -22,8 +22,10 @@ from voiced.api.recognition import Decode, NextLogprobs
 from .common import (
     FULL_WINDOW_S,
     SAMPLE_RATE,
+    fill_frames,
     max_new_tokens,
     pcm16_to_float,
+    window_audio,
     window_seconds,
 )
 from .ct2_scoring import forced_scores, next_logprobs
@@ -209,14 +211,7 @@ class WhisperCt2Asr:
         import ctranslate2
 
         model = self._model
-        frames = window * 100
-        if window == FULL_WINDOW_S:  # exactly as faster-whisper: features padded with zeros
-            features = model.feature_extractor(samples)[:, :frames]
-            features = np.pad(features, ((0, 0), (0, frames - features.shape[1])))
-        else:  # audio padded with silence, as Whisper was trained (measured: fewer errors)
-            padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
-            padded[: len(samples)] = samples
-            features = model.feature_extractor(padded)[:, :frames]
+        features = fill_frames(model.feature_extractor(window_audio(samples, window)), window * 100)
         return model.model.encode(
             ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None])),
             to_cpu=model.model.device == "cuda" and len(model.model.device_index) > 1,

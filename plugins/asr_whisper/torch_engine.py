@@ -36,7 +36,15 @@ from voiced.api.devices import DeviceError, choose_torch_device, from_pretrained
 from voiced.api.intents import Transcript
 from voiced.api.recognition import Decode, NextLogprobs
 
-from .common import FULL_WINDOW_S, SAMPLE_RATE, max_new_tokens, pcm16_to_float, window_seconds
+from .common import (
+    FULL_WINDOW_S,
+    HOP_SAMPLES,
+    SAMPLE_RATE,
+    max_new_tokens,
+    pcm16_to_float,
+    window_audio,
+    window_seconds,
+)
 from .device_audio import SoxrAudio, TorchaudioAudio, device_audio
 from .language import check_languages, pinned
 from .listen.driver import recognize
@@ -345,7 +353,7 @@ class WhisperTransformersAsr:
 
     def encode(self, samples: np.ndarray, window: int) -> Any:
         with self._torch.inference_mode():
-            return self._encoder(self._features(samples, bucket_window(window, self.buckets)))
+            return self._encoder(self._features(samples, window))
 
     def generate(
         self,
@@ -437,14 +445,22 @@ class WhisperTransformersAsr:
         return self._rules[key]
 
     def _features(self, signal: np.ndarray, window: int) -> Any:
+        """Log-mel features of a window (``common.window_audio``), rounded up to its bucket."""
         torch = self._torch
-        padded = np.zeros(window * SAMPLE_RATE, dtype=np.float32)
-        padded[: len(signal)] = signal[: len(padded)]
+        width = bucket_window(window, self.buckets)
+        audio = window_audio(signal, window, width)
+        if window == FULL_WINDOW_S:  # faster-whisper's extractor appends a hop; this one none
+            audio = np.concatenate([audio, np.zeros(HOP_SAMPLES, dtype=np.float32)])
         if self._log_mel is not None:  # on the GPU: computed there, no round trip
-            return self._log_mel(padded).to(getattr(torch, self.dtype))
-        features = self.processor.feature_extractor(
-            padded, sampling_rate=SAMPLE_RATE, padding="longest", return_tensors="pt"
-        ).input_features[..., : window * 100]
+            features = self._log_mel(audio)
+        else:
+            features = self.processor.feature_extractor(
+                audio, sampling_rate=SAMPLE_RATE, padding="longest", return_tensors="pt"
+            ).input_features
+        frames = width * 100
+        features = features[..., :frames]
+        if features.shape[-1] < frames:
+            features = torch.nn.functional.pad(features, (0, frames - features.shape[-1]))
         return features.to(self.device, getattr(torch, self.dtype))
 
     def _encoder(self, features: Any) -> Any:
