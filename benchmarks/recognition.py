@@ -338,7 +338,8 @@ def file_record(
     item: dict[str, Any], verdict: str, ms: float, transcript: Any, run: Any
 ) -> dict[str, Any]:
     """What budget_curve.py needs of one file: its verdict and time, the steps run, the step
-    that decided and the verdict of the free reading (the one kept when that step is cut)."""
+    that decided and the verdict of the free reading (the one kept when that step is cut);
+    the free reading and what the rescoring found, with their scores."""
     record: dict[str, Any] = {"file": item["file"], "kind": item["kind"], "verdict": verdict,
                               "ms": round(ms, 1)}  # fmt: skip
     decision = (transcript.data.get("decision") if transcript is not None else None) or {}
@@ -350,6 +351,10 @@ def file_record(
         heard = free.strip() and not transcript.data.get("rejected")
         intent = run.stage.recognize(free) if heard else None
         record["free_verdict"] = judge(intent, item["expected"])
+        record["free"] = free
+        rescored = transcript.data.get("rescored") or {}
+        if "text" in rescored:
+            record["rescored"] = {k: rescored[k] for k in ("text", "score", "free_score")}
     return record
 
 

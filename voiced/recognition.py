@@ -138,6 +138,11 @@ class HomeGrammar(Protocol):
         """The home's word graph (``following``, ``numbers``, ``templates``); None: none."""
         ...
 
+    def skip_words(self) -> tuple[str, ...]:
+        """Words and phrases said around a command that mean nothing (fillers, politeness);
+        a grammar without this question has none."""
+        ...
+
 
 @dataclass(frozen=True)
 class Step:

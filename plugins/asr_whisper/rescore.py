@@ -8,10 +8,13 @@ A candidate wins only when
 
 - it is a strict command on this home (``command_meaning``), the best-scored of those,
 - it scores at most ``drop`` below the free reading (the audio nearly says it), and
-- no candidate that means something else scores within ``separation`` of it.
+- no candidate that means something else scores within ``separation`` of it, and
+- it leaves no more than a word or two of the free reading unsaid at its start or end
+  (``unsaid_edges``: chatter around a name of the home is no command made of its middle).
 
 Chatter is safe by the first two: the home's sentences nearest to it are words away and
-score far below what Whisper heard. The limits' values and the sets that chose them:
+score far below what Whisper heard; chatter that says a command's words among others, by
+the last. The limits' values and the sets that chose them:
 docs/asr.md, "Tuned constants".
 The engine listens in the fitted window with ``DROP``; its optional second look, after a
 prompted retry that found no command, in the full window with the stricter ``DROP_FULL``
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -119,11 +122,13 @@ def pick_rescored(
     references: list[str] | None = None,
     forms: Callable[[str], list[str]] | None = None,
     heard_names: frozenset[str] = frozenset(),
+    skip: Collection[str] = (),
 ) -> tuple[Rescored | None, str]:
     """The home's sentence the audio says, by the rules above, and why (or why none).
     ``references``: the free readings to measure against (the best-scored counts; default
     the top one of ``heard``). ``forms``: the surface forms a candidate is scored in, the
-    best counting (``surface_forms``; default: the candidate as given)."""
+    best counting (``surface_forms``; default: the candidate as given). ``skip``: the
+    home's words that mean nothing around a command (``unsaid_edges``)."""
     candidates = [c for c in rescorer.command_candidates(heard) if c.strip()]
     if not candidates:
         return None, "no sentence of this home near what was heard"
@@ -144,6 +149,8 @@ def pick_rescored(
         if keeping is None:
             return None, f"{text!r} leaves out {', '.join(lost)!r}: a name of this home, heard"
         value, text = keeping
+    if unsaid := min((unsaid_edges(t, text, skip) for t in free_texts), key=len):
+        return None, f"{text!r} leaves {unsaid!r} unsaid: heard, around the command"
     if free - value > drop:
         return None, f"{text!r} scores {free - value:.2f} below what was heard (most {drop})"
     form = scored.best[text][1]
@@ -264,6 +271,65 @@ def _first_command(
         elif meaning != winner[2]:
             return None, f"{winner[1]!r} and {text!r} score alike and mean different things"
     return winner, None
+
+
+EDGE_UNSAID = 10
+"""Most letters a free reading may say before or after all that a rescored command says of
+it (``unsaid_edges``): chatter around a name of the home ("who keeps leaving the Shelley
+relay on", found as "the shelly relay on") leaves 15-16 unsaid, misheard commands at most
+5 (docs/asr.md, "Tuned constants")."""
+ANCHOR_LETTERS = 3
+"""Least letters in a row that a command and a reading must share to be lined up there."""
+
+
+def unsaid_edges(heard: str, text: str, skip: Collection[str] = ()) -> str:
+    """What the reading ``heard`` says before or after all that the sentence ``text`` says
+    of it, when that is more than EDGE_UNSAID letters ("" otherwise): lined up by letters
+    (a misheard command is respelled, "let's tramp on the solar" for "next track on the
+    sonos", not cut short), the reading's ``skip`` words left out, a repeat of what the
+    command covers (a decoder's loop) not counted. The forced score of a sentence counts
+    only its own tokens: it does not see audio the sentence leaves unsaid."""
+    said = _without(_letter_words(heard), skip)
+    wanted = "".join(_letter_words(text))
+    letters = "".join(said)
+    matcher = difflib.SequenceMatcher(None, letters, wanted, autojunk=False)
+    anchors = [b for b in matcher.get_matching_blocks() if b.size >= ANCHOR_LETTERS]
+    if not anchors:
+        return ""  # nothing lined up: a respelling throughout, the scores judge it
+    first, last = anchors[0], anchors[-1]
+    lead = max(0, first.a - first.b)
+    tail = max(0, (len(letters) - last.a - last.size) - (len(wanted) - last.b - last.size))
+    covered = letters[first.a : last.a + last.size]
+    edges = [w for w in _edge_words(said, lead, tail) if w not in covered]
+    return " ".join(edges) if sum(map(len, edges)) > EDGE_UNSAID else ""
+
+
+def _letter_words(text: str) -> list[str]:
+    return [w.casefold().replace("'", "") for w in WORD.findall(text)]
+
+
+def _without(words: list[str], skip: Collection[str]) -> list[str]:
+    """``words`` without the phrases of ``skip`` (each one word or several)."""
+    phrases = sorted((_letter_words(p) for p in skip), key=len, reverse=True)
+    kept, i = [], 0
+    while i < len(words):
+        found = next((p for p in phrases if p and words[i : i + len(p)] == p), None)
+        if found is None:
+            kept.append(words[i])
+        i += len(found) if found else 1
+    return kept
+
+
+def _edge_words(words: list[str], lead: int, tail: int) -> list[str]:
+    """The words mostly within the first ``lead`` or the last ``tail`` letters of ``words``."""
+    out, start = [], 0
+    total = sum(map(len, words))
+    for word in words:
+        middle = start + len(word) / 2
+        if middle <= lead or middle >= total - tail:
+            out.append(word)
+        start += len(word)
+    return out
 
 
 def _number_rival(

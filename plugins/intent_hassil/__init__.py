@@ -292,6 +292,11 @@ class HassilIntent:
         within the home's sentences (plugins/asr_whisper/constrained.py); None without one."""
         return self.graph
 
+    def skip_words(self) -> tuple[str, ...]:
+        """Words and phrases said around a command that mean nothing here (fillers,
+        politeness): the ones hassil skips in this grammar's language."""
+        return FILLER_WORDS if self.language == "en" else wording.skip_words(self.language)
+
     def prompt_words(self) -> str:
         """The home's names as a Whisper prompt: areas, floors, then entities."""
         names = [n for a in self.home.areas for n in (a.name, *a.aliases)]
@@ -350,7 +355,7 @@ class HassilIntent:
         return recognize_best(
             text,
             self.intents,
-            skip_words=FILLER_WORDS if self.language == "en" else wording.skip_words(self.language),
+            skip_words=self.skip_words(),
             intent_context=intent_context,
             language=self.language,
             best_metadata_key=CUSTOM_SENTENCE,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from voiced.api.recognition import Hypothesis, NextLogprobs
+from voiced.api.recognition import Hypothesis, NextLogprobs, has
 
 from ..constrained import WithConstrained, commands_found
 from ..rescore import DROP_FULL, pick_rescored, surface_forms
@@ -70,6 +70,7 @@ def rescore(
         references=list(dict.fromkeys(tops)) or None,
         forms=surface_forms([*texts, *(h.text for h in free)]) if opts.rescore_forms else None,
         heard_names=s.heard_names,
+        skip=u.home.skip_words() if has(u.home, "skip_words") else (),
     )
     s.rescored = picked.to_dict() if picked is not None else {"why": reason}
     s.rescored["window_s"] = window.width
