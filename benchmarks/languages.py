@@ -295,6 +295,7 @@ def _one(sides: Sides, stage: Any, raw: Any, language: Language, pcm: bytes) -> 
         "voiced": transcript.text,
         "voiced_intent": intent and (intent.name, intent.slots),
         "voiced_step": (transcript.data.get("decision") or {}).get("step"),
+        "voiced_rescored": (transcript.data.get("rescored") or {}).get("why"),
         "voiced_ms": round(ours_ms, 1),
         "peer": text,
         "peer_intent": peer,
