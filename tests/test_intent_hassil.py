@@ -88,6 +88,35 @@ def test_near_miss_names_are_snapped_when_fuzzy_matching_is_on(hassil):
     assert intent.data["fuzzy"] is True
 
 
+GREENHOUSE = """
+language: en
+areas:
+  - {name: Greenhouse, id: greenhouse}
+  - {name: Porch, id: porch}
+entities:
+  - {name: Moon Lamp, id: light.moon_lamp, area: greenhouse}
+  - {name: Spotlights, id: light.spotlights, area: porch}
+"""
+
+
+def test_a_snap_that_leaves_the_command_acting_on_nothing_gives_way_to_fewer_snaps(tmp_path):
+    """Whisper split the area's name; snapping also took the template's own "lights" for the
+    Porch's Spotlights, a command on the Greenhouse's Spotlights, which are none."""
+    home = tmp_path / "home.yaml"
+    home.write_text(GREENHOUSE)
+    stage = HassilIntent(HassilOptions(home=str(home), sentences=[]))
+    stage.load()
+    assert snap_names("Turn the green house lights on.", stage._known_names)[0] == (
+        "Turn the Greenhouse Spotlights on."
+    )
+    intent = stage.recognize("Turn the green house lights on.")
+    assert intent is not None and intent.data["fuzzy"] is True
+    assert (intent.slots["area"], intent.data["entities"]) == ("Greenhouse", ["light.moon_lamp"])
+    # a snap that acts on nothing however few snaps are made is kept: the answer says so
+    intent = stage.recognize("turn on the porch moon lamb")
+    assert intent is not None and intent.data["entities"] == []
+
+
 def test_fuzzy_matching_can_be_turned_off():
     stage = HassilIntent(HassilOptions(home=str(HOME), sentences=[], fuzzy=False))
     stage.load()

@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import itertools
 import logging
+import math
 import re
 import threading
 import time
@@ -333,16 +334,37 @@ class HassilIntent:
             return None
         intent_context = intent_context or {}
         result = self._recognize(cleaned, intent_context)
-        confidence = 1.0
-        if result is None and self.options.fuzzy:
-            result, confidence = self._recognize_fuzzy(cleaned, intent_context)
-        if result is None and self.sounds is not None and self.options.repair:
+        if result is not None:
+            return self._to_intent(text, result, 1.0)
+        snapped = self._snapped(text, cleaned, intent_context) if self.options.fuzzy else None
+        if snapped is not None:
+            return snapped
+        if self.sounds is not None and self.options.repair:
             return self._by_sound(text, cleaned, intent_context)
-        if result is None and self.graph is not None and self.graph.spaced:
+        if self.graph is not None and self.graph.spaced:
             return self._repaired(text, cleaned, intent_context)
-        if result is None:
-            return None
-        return self._to_intent(text, result, confidence)
+        return None
+
+    def _snapped(self, text: str, cleaned: str, intent_context: dict[str, Any]) -> Intent | None:
+        """The intent of ``cleaned`` with near-miss names snapped to the home's, or None. When
+        it acts on nothing the home has, the weakest snap is left out and the match tried
+        again, while one matches (a template's own word snapped onto a name: "lights" onto
+        "Spotlights"); the first match is kept when none acts on something (the answer then
+        says so)."""
+        first: Intent | None = None
+        cutoff = FUZZY_CUTOFF
+        while True:
+            fixed, score = snap_names(cleaned, self._known_names, cutoff)
+            if fixed == cleaned:
+                return first
+            result = self._recognize(fixed, intent_context)
+            if result is None:
+                return first
+            intent = self._to_intent(text, result, score)
+            if not _acts_on_nothing(intent):
+                return intent
+            first = first or intent
+            cutoff = math.nextafter(score, 2.0)  # without the weakest snap
 
     def cleaned(self, text: str) -> str:
         """``text`` as this grammar's templates spell it: its script, unicode forms, edge
@@ -361,16 +383,6 @@ class HassilIntent:
             best_metadata_key=CUSTOM_SENTENCE,
             best_slot_name="name",
         )
-
-    def _recognize_fuzzy(
-        self, text: str, intent_context: dict[str, Any]
-    ) -> tuple[RecognizeResult | None, float]:
-        """Snap words that nearly spell a known name/area/floor to it, then match again."""
-        fixed, score = snap_names(text, self._known_names)
-        if fixed == text:
-            return None, 0.0
-        result = self._recognize(fixed, intent_context)
-        return (result, score) if result is not None else (None, 0.0)
 
     def _remembered(
         self, key: tuple[str, str], text: str, find: Callable[[], Intent | None]
@@ -600,6 +612,11 @@ READ_ANY = frozenset(("HassClimateGetTemperature", "HassGetWeather"))
 """Questions that, naming nothing, are about every entity of their domain (as in HA)."""
 
 NOT_ABOUT_ENTITIES = re.compile(r"Timer|HassGetCurrent|HassNevermind|HassRespond|HassBroadcast")
+
+
+def _acts_on_nothing(intent: Intent) -> bool:
+    """Whether ``intent`` names things of the home but none of them is there."""
+    return _about_entities(intent.name, intent.slots) and not intent.data["entities"]
 
 
 def _about_entities(intent_name: str, slots: dict[str, Any]) -> bool:
