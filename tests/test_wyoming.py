@@ -403,22 +403,27 @@ async def test_two_satellites_streaming_at_once_each_get_their_own_answer(daemon
 
 
 async def test_the_same_wake_word_on_two_satellites_100_ms_apart_starts_one_run(daemon, recorder):
+    """One run, at the site whose detection claimed first (test_arbiter.py: the earliest
+    wins); on a busy machine the two detections, 100 ms apart in the audio, may finish in
+    either order, so which site that is is not asked here."""
     if getattr(daemon, "arbiter", None) is None:  # until pipeline.py creates voiced.arbiter's
         pytest.skip("the pipeline does not consult a WakeArbiter yet (Site claim_wake wiring)")
     audio = silence(0.5) + piper("Hey Jarvis.") + silence(0.4) + command("What time is it?")
     answered = asyncio.Event()
-    first, second = await asyncio.gather(
+    streams = await asyncio.gather(
         satellite(daemon, "lounge", audio, woken_locally=False, pace=1.0, answered=answered),
         satellite(
             daemon, "hallway", audio, woken_locally=False, pace=1.0, delay=0.1, answered=answered
         ),
     )
-    woke = [e for e in recorder.of("run-start") if e.data.get("reason") == "wake"]
-    assert [e.site_id for e in woke] == ["lounge"]
+    woke = [e.site_id for e in recorder.of("run-start") if e.data.get("reason") == "wake"]
+    assert len(woke) == 1 and woke[0] in ("lounge", "hallway"), woke
+    winner, loser = woke[0], "hallway" if woke[0] == "lounge" else "lounge"
     ignored = recorder.of("wake-ignored")
-    assert [(e.site_id, e.data["winner"]) for e in ignored] == [("hallway", "lounge")]
-    assert [e.type for e in first][-1] == "audio-stop"
-    assert "audio-start" not in [e.type for e in second]
+    assert [(e.site_id, e.data["winner"]) for e in ignored] == [(loser, winner)]
+    heard = dict(zip(("lounge", "hallway"), streams, strict=True))
+    assert [e.type for e in heard[winner]][-1] == "audio-stop"
+    assert "audio-start" not in [e.type for e in heard[loser]]
 
 
 async def test_a_satellite_dropping_mid_command_leaves_the_daemon_healthy(daemon, recorder):
