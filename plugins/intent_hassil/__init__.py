@@ -458,7 +458,7 @@ class HassilIntent:
         if result is None:
             return None
         intent = self._to_intent(text or candidate, result, 1.0)
-        if _about_entities(result.intent.name, intent.slots) and not intent.data["entities"]:
+        if _acts_on_nothing(intent):
             return None  # "the fan in the garage" when the garage has no fan
         return intent
 
