@@ -14,6 +14,21 @@ sys.path.insert(0, str(TESTS))
 
 pytest_plugins = ["mqtt_fixtures", "asr_fixtures", "sound_card"]
 
+LONGEST_FIRST = ("test_soak.py", "test_readme.py", "test_gpu_extra.py", "test_setup_acceptance.py")
+"""Modules that take minutes of real time each (the soak, a clone's install, other torches,
+a real Home Assistant set up): run first, so that on several workers (scripts/test) they end
+beside the rest of the suite, not after it."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest modules first, then the modules with more tests before those with fewer
+    (xdist's own order, which ``--dist loadfile`` keeps unless told otherwise)."""
+    first = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    per_module: dict[Path, int] = {}
+    for item in items:
+        per_module[item.path] = per_module.get(item.path, 0) + 1
+    items.sort(key=lambda item: (first.get(item.path.name, len(first)), -per_module[item.path]))
+
 
 @pytest.fixture(scope="module")
 def hassil() -> Any:
