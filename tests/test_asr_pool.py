@@ -18,7 +18,7 @@ from speech import silence, steady_piper
 from voiced_plugins.asr_pool.doctor import parallel_check, workers_check
 from voiced_plugins.asr_pool.frontend import MqttPoolAsr, PoolUnavailable
 from voiced_plugins.asr_pool.options import PoolConfigError, PoolOptions
-from voiced_plugins.asr_pool.wire import Job
+from voiced_plugins.asr_pool.wire import Job, worker_status
 from voiced_plugins.mqtt.options import MqttOptions
 
 from voiced.audio import write_wav
@@ -141,6 +141,43 @@ def test_a_broker_restart_mid_run_loses_and_duplicates_nothing(
             assert worker.process.poll() is None, worker.tail()
     finally:
         stage.close()
+
+
+def test_an_utterance_waits_a_moment_for_the_workers_a_broker_restart_took_offline(
+    mosquitto, pool, speech, mqtt_recorder
+):
+    """Every worker's will has just said offline, as a broker restart makes it say: a new
+    utterance waits for a worker back online and the pool answers it, instead of turning it
+    away to the next engine while the workers reconnect."""
+    stage = front_end(mosquitto)
+    wills = mqtt_recorder("voiced/asr-pool/none")  # a plain client that speaks for the workers
+
+    def say(online: bool) -> None:
+        for worker in pool:
+            status = worker_status(worker, online)
+            wills.client.publish(stage.topics.worker(worker), status, qos=1, retain=True)
+
+    try:
+        wait_online(stage, 3, pool)
+        say(False)
+        wait_until(lambda: not stage.online_workers())
+        with ThreadPoolExecutor(1) as background:
+            asked = background.submit(stage.transcribe, speech[0])
+            time.sleep(0.5)
+            assert not asked.done(), asked.exception()
+            say(True)
+            transcript = asked.result(timeout=60)
+        assert "kitchen" in transcript.text.lower()
+        assert stage.stats.answered == 1
+    finally:
+        stage.close()
+
+
+def wait_until(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
 
 
 async def test_with_no_worker_online_the_local_engine_serves_and_says_why(mosquitto, tmp_path):

@@ -39,6 +39,10 @@ from .wire import BadMessage, Job, Reply, Topics, job_id, safe_id
 log = logging.getLogger(__name__)
 
 ANSWERED_KEPT = 2_000  # answers remembered by job id: late duplicates dropped, asks again served
+WORKERS_BACK_S = 5.0
+"""How long a new job waits for a worker back online when none is and the last went offline
+that recently (a broker restart takes every worker offline at once; they are back within
+seconds); otherwise, or after it, the next engine of the chain serves at once."""
 
 
 class PoolUnavailable(RuntimeError):
@@ -116,6 +120,8 @@ class MqttPoolAsr:
         self._pending: dict[str, _Pending] = {}
         self._answered: OrderedDict[str, Reply] = OrderedDict()  # recent answers, bounded
         self._lock = threading.Lock()
+        self._worker_back = threading.Condition(self._lock)
+        self._last_offline = float("-inf")  # when a worker was last seen going offline
         self._connected = threading.Event()
         self.connection = PoolConnection(
             self.broker.model_copy(update={"client_id": self.client_id}),
@@ -212,8 +218,17 @@ class MqttPoolAsr:
                 f"broker {self.connection.broker} not connected: "
                 f"{self.connection.last_error or 'reconnecting'}"
             )
+        self._await_worker()
         self._send(pending)
         return self._wait(pending)
+
+    def _await_worker(self) -> None:
+        """With no worker online and the last gone offline within ``WORKERS_BACK_S``, wait
+        for one back for what is left of that time."""
+        with self._lock:
+            left = WORKERS_BACK_S - (time.monotonic() - self._last_offline)
+            if left > 0 and self._pick() is None:
+                self._worker_back.wait_for(lambda: self._pick() is not None, left)
 
     def _transcript(
         self,
@@ -363,7 +378,11 @@ class MqttPoolAsr:
             return
         online = bool(status.get("online"))
         with self._lock:
+            if not online and self.workers.get(worker_id, {}).get("online"):
+                self._last_offline = time.monotonic()
             self.workers[worker_id] = status
+            if online:
+                self._worker_back.notify_all()
             orphans = [
                 p
                 for p in self._pending.values()
