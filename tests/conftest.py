@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest modules first, then the modules with more tests before those with fewer
     (xdist's own order, which ``--dist loadfile`` keeps unless told otherwise)."""
     first = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    per_module: dict[Path, int] = {}
-    for item in items:
-        per_module[item.path] = per_module.get(item.path, 0) + 1
+    per_module = Counter(item.path for item in items)
     items.sort(key=lambda item: (first.get(item.path.name, len(first)), -per_module[item.path]))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -60,8 +60,18 @@ def front_end(mosquitto: Mosquitto, **extra) -> MqttPoolAsr:
 
 
 def wait_online(stage: MqttPoolAsr, count: int, pool: dict[str, WorkerProcess]) -> None:
-    deadline = time.monotonic() + 120
-    while len(stage.online_workers()) < count:
+    wait_workers(stage, pool, lambda online: len(online) >= count)
+
+
+def wait_workers(
+    stage: MqttPoolAsr,
+    pool: dict[str, WorkerProcess],
+    until: Callable[[list[str]], bool],
+    timeout: float = 120,
+) -> None:
+    """Wait until the workers the front end sees online satisfy ``until`` (each process alive)."""
+    deadline = time.monotonic() + timeout
+    while not until(stage.online_workers()):
         for worker in pool.values():
             assert worker.process.poll() is None, worker.tail()
         assert time.monotonic() < deadline, f"workers online: {stage.online_workers()}"
@@ -160,7 +170,7 @@ def test_an_utterance_waits_a_moment_for_the_workers_a_broker_restart_took_offli
     try:
         wait_online(stage, 3, pool)
         say(False)
-        wait_until(lambda: not stage.online_workers())
+        wait_workers(stage, pool, lambda online: not online)
         with ThreadPoolExecutor(1) as background:
             asked = background.submit(stage.transcribe, speech[0])
             time.sleep(0.5)
@@ -171,13 +181,6 @@ def test_an_utterance_waits_a_moment_for_the_workers_a_broker_restart_took_offli
         assert stage.stats.answered == 1
     finally:
         stage.close()
-
-
-def wait_until(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
 
 
 async def test_with_no_worker_online_the_local_engine_serves_and_says_why(mosquitto, tmp_path):
