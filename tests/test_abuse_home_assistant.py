@@ -1,6 +1,7 @@
 """The Home Assistant client against a hostile Home Assistant: a real WebSocket server on
 127.0.0.1 that authenticates, then misbehaves (a malformed frame, a silence after the
-handshake, a registry-event flood), and the secret it is given.
+handshake, a registry-event flood, a change made while the client reads the registries), and
+the secret it is given.
 
 The client must survive each: log what was wrong, reconnect with backoff, coalesce bursts,
 keep the token out of every log record, and stop within seconds.
@@ -195,6 +196,39 @@ async def test_a_flood_of_registry_events_makes_few_refreshes(hassil, tmp_path):
         lag.check()
         assert 1 <= source.refreshes - before <= 2
         assert await stopped_within(source, 5) < 5
+
+
+async def test_a_change_made_while_the_client_reads_the_registries_is_followed(hassil, tmp_path):
+    porch = {"entity_id": "light.porch", "state": "off",
+             "attributes": {"friendly_name": "Porch Light"}}  # fmt: skip
+    subscriptions: list[tuple[Any, int]] = []
+    added = False
+
+    async def add_a_light_mid_read(ws: Any, connection: int, message: dict[str, Any]) -> bool:
+        nonlocal added
+        kind = message["type"]
+        if kind == "subscribe_events":
+            subscriptions.append((ws, message["id"]))
+        elif kind == "get_states" and added:
+            await ws.send(json.dumps(answer(message) | {"result": [porch]}))
+            return True
+        elif kind == "config/entity_registry/get_entries" and not added:
+            added = True  # the light is added after the states were read: the event says so
+            for subscriber, ident in subscriptions:
+                event = {"event_type": "entity_registry_updated", "data": {}}
+                await subscriber.send(json.dumps({"id": ident, "type": "event", "event": event}))
+        return False
+
+    async with HostileHomeAssistant(add_a_light_mid_read) as server:
+        source = home_source(App(hassil), server.url, tmp_path)
+        await source.start()
+        await source.wait_connected(15)
+        deadline = time.monotonic() + 10
+        while not (source.home and source.home["entities"]) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert [e["id"] for e in source.home["entities"]] == ["light.porch"]
+        assert server.connections == 1
+        await stopped_within(source, 5)
 
 
 async def test_the_token_is_in_no_log_record_even_at_debug(hassil, tmp_path, caplog):

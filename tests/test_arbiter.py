@@ -124,6 +124,37 @@ async def test_a_new_round_starts_after_the_window():
     assert [e.data["winner"] for e in events] == ["kitchen", "office"]
 
 
+async def test_a_claim_counts_when_its_audio_was_heard_not_when_its_detector_ran():
+    arb, events, clock = arbiter(policy="earliest", window=0.3)
+    heard = clock.now
+    assert await arb.claim("kitchen", jarvis(), heard)
+    clock.now += 0.9  # a busy server: the office's detector runs 0.8 s behind its audio
+    assert not await arb.claim("office", jarvis(), heard + 0.1)
+    assert events[0].data["winner"] == "kitchen"
+    assert events[0].data["delay_s"] == pytest.approx(0.1)
+
+
+async def test_the_room_whose_detector_ran_first_wins_and_the_other_is_told_it_heard_first():
+    arb, events, clock = arbiter(policy="earliest", window=0.3)
+    heard = clock.now
+    clock.now += 0.5
+    assert await arb.claim("office", jarvis(), heard + 0.1)  # its detector was quicker
+    clock.now += 0.2
+    assert not await arb.claim("kitchen", jarvis(), heard)
+    reason = events[0].data["reason"]
+    assert events[0].data["winner"] == "office"
+    assert "claimed" in reason and "0.100 s later" in reason
+
+
+async def test_the_same_wake_word_heard_again_after_the_window_is_a_new_round_however_late():
+    arb, events, clock = arbiter(policy="earliest", window=0.3)
+    heard = clock.now
+    assert await arb.claim("kitchen", jarvis(), heard)
+    clock.now += 3.0
+    assert await arb.claim("kitchen", jarvis(), heard + 2.0)  # asked again, detector behind
+    assert events == []
+
+
 def test_config_rejects_an_unknown_policy_by_name():
     with pytest.raises(ValueError, match="policy"):
         ArbiterConfig(policy="random")

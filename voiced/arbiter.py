@@ -1,9 +1,11 @@
 """Multi-room wake de-duplication: one wake word heard by several sites starts one run.
 
 A person saying "okay nabu" between two rooms is heard by both microphones. Each site asks
-the arbiter before it starts a run (``await arbiter.claim(site_id, detection)``); claims for
-the same wake word that fall within ``window`` seconds of the first one form a round, and one
-site of the round wins:
+the arbiter before it starts a run (``await arbiter.claim(site_id, detection, heard_at)``);
+claims for the same wake word *heard* within ``window`` seconds of the first one form a round,
+and one site of the round wins. A claim is placed by when the audio that completed the wake
+word arrived (``AudioChunk.timestamp``), not by when its detector got to it: on a busy server a
+site's detector may run seconds behind its audio, and the rounds must not depend on that.
 
 - ``earliest``: the first claim wins at once (no added latency); later ones are ignored.
 - ``loudest``: the round stays open for ``window`` seconds, then the highest wake score wins
@@ -34,6 +36,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from voiced.events import Event, WakeIgnored
 from voiced.stages import WakeDetection
+
+ROUNDS_KEPT_S = 10.0  # a decided round still takes claims whose detectors ran this far behind
 
 
 class ArbiterConfig(BaseModel):
@@ -84,22 +88,30 @@ class WakeArbiter:
         self.clock = clock
         self._rounds: list[_Round] = []
 
-    async def claim(self, site_id: str, detection: WakeDetection) -> bool:
-        """True if ``site_id`` may start a run for this detection; False if another site won."""
+    async def claim(
+        self, site_id: str, detection: WakeDetection, heard_at: float | None = None
+    ) -> bool:
+        """True if ``site_id`` may start a run for this detection; False if another site won.
+
+        ``heard_at``: when the audio that completed the wake word arrived (the arbiter's clock,
+        ``time.monotonic`` by default); now when not given.
+        """
         config = self.config
         if not config.enabled or config.window <= 0:
             return True
         now = self.clock()
+        at = now if heard_at is None else min(heard_at, now)
         key = detection.name if config.match == "same-word" else "*"
         self._rounds = [
-            r for r in self._rounds if not r.decided.is_set() or now - r.opened <= config.window
+            r for r in self._rounds if not r.decided.is_set() or now - r.opened <= ROUNDS_KEPT_S
         ]
         current = next(
-            (r for r in self._rounds if r.key == key and now - r.opened <= config.window), None
+            (r for r in self._rounds if r.key == key and abs(at - r.opened) <= config.window),
+            None,
         )
-        claim = _Claim(site_id, detection, now)
+        claim = _Claim(site_id, detection, at)
         if current is None:
-            current = _Round(key, now)
+            current = _Round(key, at)
             self._rounds.append(current)
             current.claims[site_id] = claim
             if config.policy == "earliest":
@@ -128,9 +140,14 @@ class WakeArbiter:
 
     def _ignored(self, round_: _Round, claim: _Claim) -> None:
         won = round_.claims[round_.winner or claim.site_id]
-        if self.config.policy == "earliest":
+        if self.config.policy == "earliest" and claim.at >= won.at:
             reason = (
                 f"{round_.winner} heard {won.detection.name!r} {claim.at - won.at:.3f} s earlier"
+            )
+        elif self.config.policy == "earliest":
+            reason = (
+                f"{round_.winner} claimed {won.detection.name!r} first, heard "
+                f"{won.at - claim.at:.3f} s later (within the {self.config.window:g} s window)"
             )
         else:
             reason = (

@@ -46,7 +46,7 @@ class Site(SiteRuns):
         submit: Callable[[Utterance], Any],
         make_run: Callable[[str], Run],
         sinks: list[Sink] | None = None,
-        claim_wake: Callable[[str, WakeDetection], Awaitable[bool]] | None = None,
+        claim_wake: Callable[[str, WakeDetection, float], Awaitable[bool]] | None = None,
         hears_playback: bool = True,
         muted: bool = False,
         speculate: Callable[[Run, bytes], Awaitable[Speculation | None]] | None = None,
@@ -137,7 +137,10 @@ class Site(SiteRuns):
         if self.wakes:
             detection = self._detect(chunk)
             if detection is not None:
-                if self.claim_wake is None or await self.claim_wake(self.site_id, detection):
+                claimed = self.claim_wake is None or await self.claim_wake(
+                    self.site_id, detection, chunk.timestamp
+                )
+                if claimed:
                     self._on_wake(detection)
                 return False
             if self.awake_until is None and self.current is None and not speech_barge_in:

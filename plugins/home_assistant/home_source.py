@@ -186,9 +186,10 @@ class HomeAssistantHome:
     async def _connect(self, socket: HomeAssistantSocket) -> None:
         await socket.connect()
         self.socket = socket
-        await self.refresh()
-        for event_type in REGISTRY_EVENTS:
+        self._changed.clear()
+        for event_type in REGISTRY_EVENTS:  # before the refresh: a change during it is followed
             await socket.subscribe(event_type, self._on_registry_change)
+        await self.refresh()
         self._connected.set()
         log.info("home-assistant: connected to %s (HA %s)", self.options.url, socket.ha_version)
 
@@ -205,7 +206,6 @@ class HomeAssistantHome:
     async def _follow(self, socket: HomeAssistantSocket) -> None:
         """Until the connection ends: refresh on registry changes, and ping a quiet server."""
         assert socket.closed is not None
-        self._changed.clear()
         changes = asyncio.create_task(self._follow_changes(), name="home-assistant-changes")
         try:
             while not socket.closed.done():
