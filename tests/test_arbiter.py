@@ -158,3 +158,13 @@ async def test_the_same_wake_word_heard_again_after_the_window_is_a_new_round_ho
 def test_config_rejects_an_unknown_policy_by_name():
     with pytest.raises(ValueError, match="policy"):
         ArbiterConfig(policy="random")
+
+
+async def test_a_louder_room_whose_detector_ran_after_the_round_is_told_so():
+    arb, events, clock = arbiter(policy="loudest", window=0.2)
+    heard = clock.now
+    assert await arb.claim("kitchen", jarvis(0.7), heard)
+    clock.now += 1.0  # the office's detector, far behind its audio, after the round
+    assert not await arb.claim("office", jarvis(0.95), heard + 0.05)
+    assert events[0].data["winner"] == "kitchen"
+    assert "before this site's detector" in events[0].data["reason"]

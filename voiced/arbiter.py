@@ -102,25 +102,10 @@ class WakeArbiter:
         now = self.clock()
         at = now if heard_at is None else min(heard_at, now)
         key = detection.name if config.match == "same-word" else "*"
-        self._rounds = [
-            r for r in self._rounds if not r.decided.is_set() or now - r.opened <= ROUNDS_KEPT_S
-        ]
-        current = next(
-            (r for r in self._rounds if r.key == key and abs(at - r.opened) <= config.window),
-            None,
-        )
         claim = _Claim(site_id, detection, at)
+        current = self._round_of(key, at, now)
         if current is None:
-            current = _Round(key, at)
-            self._rounds.append(current)
-            current.claims[site_id] = claim
-            if config.policy == "earliest":
-                self._decide(current, site_id)
-                return True
-            await asyncio.sleep(config.window)
-            best = max(current.claims.values(), key=_Claim.rank)
-            self._decide(current, best.site_id)
-            return current.winner == site_id
+            return await self._open(_Round(key, at), claim)
         if site_id in current.claims:  # the same site again (a second detector, a repeat)
             await current.decided.wait()
             return current.winner == site_id
@@ -130,6 +115,28 @@ class WakeArbiter:
             return False
         await current.decided.wait()
         return current.winner == site_id
+
+    def _round_of(self, key: str, at: float, now: float) -> _Round | None:
+        """The round a claim heard at ``at`` joins, if one is open or recently decided."""
+        self._rounds = [
+            r for r in self._rounds if not r.decided.is_set() or now - r.opened <= ROUNDS_KEPT_S
+        ]
+        window = self.config.window
+        return next(
+            (r for r in self._rounds if r.key == key and abs(at - r.opened) <= window), None
+        )
+
+    async def _open(self, round_: _Round, claim: _Claim) -> bool:
+        """A new round with ``claim`` first: won at once (earliest), or after the window."""
+        self._rounds.append(round_)
+        round_.claims[claim.site_id] = claim
+        if self.config.policy == "earliest":
+            self._decide(round_, claim.site_id)
+            return True
+        await asyncio.sleep(self.config.window)
+        best = max(round_.claims.values(), key=_Claim.rank)
+        self._decide(round_, best.site_id)
+        return round_.winner == claim.site_id
 
     def _decide(self, round_: _Round, winner: str) -> None:
         round_.winner = winner
@@ -148,6 +155,11 @@ class WakeArbiter:
             reason = (
                 f"{round_.winner} claimed {won.detection.name!r} first, heard "
                 f"{won.at - claim.at:.3f} s later (within the {self.config.window:g} s window)"
+            )
+        elif claim.detection.score > won.detection.score:  # its detector ran after the round
+            reason = (
+                f"{round_.winner} won the round, decided {self.config.window:g} s after the "
+                f"first claim, before this site's detector got to the word"
             )
         else:
             reason = (
