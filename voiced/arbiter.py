@@ -110,14 +110,15 @@ class WakeArbiter:
             await current.decided.wait()
             return current.winner == site_id
         current.claims[site_id] = claim
-        if current.decided.is_set():  # earliest: already decided
-            self._ignored(current, claim)
+        if current.decided.is_set():  # earliest: always; loudest: its detector came late
+            self._ignored(current, claim, late=True)
             return False
         await current.decided.wait()
         return current.winner == site_id
 
     def _round_of(self, key: str, at: float, now: float) -> _Round | None:
-        """The round a claim heard at ``at`` joins, if one is open or recently decided."""
+        """The round a claim heard at ``at`` joins, if one is open or recently decided (rounds
+        decided more than ``ROUNDS_KEPT_S`` ago are dropped here)."""
         self._rounds = [
             r for r in self._rounds if not r.decided.is_set() or now - r.opened <= ROUNDS_KEPT_S
         ]
@@ -145,7 +146,8 @@ class WakeArbiter:
             if claim.site_id != winner:
                 self._ignored(round_, claim)
 
-    def _ignored(self, round_: _Round, claim: _Claim) -> None:
+    def _ignored(self, round_: _Round, claim: _Claim, late: bool = False) -> None:
+        """Tell ``claim``'s site why it does not run (``late``: it joined a decided round)."""
         won = round_.claims[round_.winner or claim.site_id]
         if self.config.policy == "earliest" and claim.at >= won.at:
             reason = (
@@ -156,7 +158,7 @@ class WakeArbiter:
                 f"{round_.winner} claimed {won.detection.name!r} first, heard "
                 f"{won.at - claim.at:.3f} s later (within the {self.config.window:g} s window)"
             )
-        elif claim.detection.score > won.detection.score:  # its detector ran after the round
+        elif late:
             reason = (
                 f"{round_.winner} won the round, decided {self.config.window:g} s after the "
                 f"first claim, before this site's detector got to the word"
