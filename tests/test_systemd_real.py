@@ -173,6 +173,17 @@ def service(tmp_path_factory: pytest.TempPathFactory, broker: Mosquitto) -> Iter
         box.shutdown()
 
 
+def sent_monotonic(entry: dict[str, Any]) -> int:
+    """When the process sent a journal entry, on the monotonic clock (µs). journald stamps
+    ``__MONOTONIC_TIMESTAMP`` when it reads the entry, which on a busy machine can come after
+    systemd handled a later READY=1; ``_SOURCE_REALTIME_TIMESTAMP`` is the kernel's stamp
+    of the datagram's arrival on journald's socket, moved here onto the monotonic clock."""
+    received = int(entry["__MONOTONIC_TIMESTAMP"])
+    sent = entry.get("_SOURCE_REALTIME_TIMESTAMP")
+    assert sent is not None, f"journald gave no send time: {sorted(entry)}"
+    return received - (int(entry["__REALTIME_TIMESTAMP"]) - int(sent))
+
+
 def mqtt(broker: Mosquitto) -> Recorder:
     return Recorder(broker.port, ["voiced/#"])
 
@@ -204,7 +215,7 @@ def test_start_is_active_only_after_ready_and_status_shows_voiceds_text(service:
     assert state["StatusText"].startswith("ready"), state
     # every stage was loaded and warmed up before systemd called the unit active
     loaded = {
-        re.search(r"name='([^']+)'", e["MESSAGE"]).group(1): int(e["__MONOTONIC_TIMESTAMP"])
+        re.search(r"name='([^']+)'", e["MESSAGE"]).group(1): sent_monotonic(e)
         for e in service.voiced_entries(state["MainPID"])
         if e.get("VOICED_EVENT") == "stage-loaded"
     }
