@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import shutil
 import signal
 import socket
@@ -33,10 +34,36 @@ USERNAME = "voiced"
 PASSWORD = "s3cret"
 
 
+QUIET_PORTS = range(20000, 32000)
+"""Where ``free_port`` looks: below Linux's ephemeral range (32768-60999 by default), which
+the kernel gives to outgoing connections and to ``bind(0)``."""
+_given: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A free port on 127.0.0.1 that stays free until a test binds it: outside the ephemeral
+    range, so no outgoing connection takes it meanwhile; a client that dials it while nothing
+    listens cannot connect to itself (a port from ``bind(0)`` was taken so, by a client
+    redialling a server started later); never the same twice in one process."""
+    low = _ephemeral_low()
+    for port in random.sample(QUIET_PORTS, 200):
+        if port in _given or port >= low:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _given.add(port)
+        return port
+    raise RuntimeError(f"no free port in {QUIET_PORTS} on 127.0.0.1")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def wait_port(port: int, timeout: float = 10.0) -> None:

@@ -9,13 +9,13 @@ taking ``served`` run twice: against the real daemon and against a small Assista
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 import pytest_asyncio
+from mqtt_fixtures import free_port
 from pipeline_helpers import EventRecorder, overrides, started_pipeline
 from speech import piper, silence, steady_piper
 from voiced_plugins.wyoming_server import WyomingOptions, WyomingService
@@ -40,12 +40,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
 REPO = Path(__file__).resolve().parents[1]
 WAKE = "hey_jarvis"  # scores ~1.0 on the bundled Piper voice (okay_nabu ~0.97, alexa ~1.0)
 SAMPLES = 1024
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 PORCH = free_port()  # a wyoming-satellite server that voiced dials out to

@@ -343,8 +343,20 @@ async def _open(uri: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     if parsed.scheme == "unix":
         return await asyncio.open_unix_connection(parsed.path)
     if parsed.scheme == "tcp" and parsed.hostname and parsed.port:
-        return await asyncio.open_connection(parsed.hostname, parsed.port)
+        reader, writer = await asyncio.open_connection(parsed.hostname, parsed.port)
+        refuse_self_connection(writer, uri)
+        return reader, writer
     raise ConnectionError(f"unusable satellite uri {uri!r}: use tcp://HOST:PORT or unix://PATH")
+
+
+def refuse_self_connection(writer: asyncio.StreamWriter, uri: str) -> None:
+    """Close a connection to oneself: dialling a port of this host in the ephemeral range
+    while nothing listens there can connect the socket to itself (TCP's simultaneous open),
+    which would hold the satellite's port and echo voiced's own events back."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None and sock.getsockname() == sock.getpeername():
+        writer.close()
+        raise ConnectionError(f"nothing listens on {uri} (the connection reached itself)")
 
 
 def _words_of(stage: Any, stage_name: str) -> list[str]:
