@@ -41,13 +41,12 @@ _given: set[int] = set()
 
 
 def free_port() -> int:
-    """A free port on 127.0.0.1 that stays free until a test binds it: outside the ephemeral
-    range, so no outgoing connection takes it meanwhile; a client that dials it while nothing
-    listens cannot connect to itself (a port from ``bind(0)`` was taken so, by a client
-    redialling a server started later); never the same twice in one process."""
-    low = _ephemeral_low()
-    for port in random.sample(QUIET_PORTS, 200):
-        if port in _given or port >= low:
+    """A free port on 127.0.0.1 below the ephemeral range, never the same twice in one
+    process: no outgoing connection takes it before the test binds it, and a client that dials
+    it while nothing listens there cannot connect to itself."""
+    quiet = range(QUIET_PORTS.start, min(QUIET_PORTS.stop, _ephemeral_low()))
+    for port in random.sample(quiet, min(200, len(quiet))):
+        if port in _given:
             continue
         with socket.socket() as sock:
             try:
@@ -56,7 +55,7 @@ def free_port() -> int:
                 continue
         _given.add(port)
         return port
-    raise RuntimeError(f"no free port in {QUIET_PORTS} on 127.0.0.1")
+    raise RuntimeError(f"no free port in {quiet} on 127.0.0.1")
 
 
 def _ephemeral_low() -> int:
