@@ -25,6 +25,8 @@ from wyoming.error import Error
 from wyoming.event import Event, write_event
 from wyoming.info import Describe, Info
 
+from voiced.api.net import reached_itself
+
 from .reading import EventReader, PeerProtocolError, Stalled
 
 EVENT_COST = 256
@@ -272,6 +274,11 @@ class WyomingPeer:
         except OSError as exc:
             after = f" (after: {previous})" if previous else ""
             raise self._mark_down(f"cannot connect to {self.address}: {exc}{after}") from None
+        if reached_itself(sock):
+            sock.close()
+            raise self._mark_down(
+                f"nothing listens on {self.address} (the connection reached itself)"
+            )
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = _Connection(sock, str(self.address), self.max_event_bytes)
         with self._lock:

@@ -33,6 +33,7 @@ from wyoming.wake import Detection
 from voiced.api import events as ev
 from voiced.api.events import Event, EventType
 from voiced.api.hooks import hookimpl
+from voiced.api.net import reached_itself
 
 log = logging.getLogger(__name__)
 
@@ -350,11 +351,10 @@ async def _open(uri: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 
 
 def refuse_self_connection(writer: asyncio.StreamWriter, uri: str) -> None:
-    """Close a connection to oneself: dialling a port of this host in the ephemeral range
-    while nothing listens there can connect the socket to itself (TCP's simultaneous open),
-    which would hold the satellite's port and echo voiced's own events back."""
+    """Close a connection that reached itself (``voiced.api.net``): it would hold the
+    satellite's port and echo voiced's own events back."""
     sock = writer.get_extra_info("socket")
-    if sock is not None and sock.getsockname() == sock.getpeername():
+    if sock is not None and reached_itself(sock):
         writer.close()
         raise ConnectionError(f"nothing listens on {uri} (the connection reached itself)")
 

@@ -13,6 +13,7 @@
 * ``voiced.api.devices``: ROCm/CUDA/CPU choice; ``voiced.api.logs``: journal fields
 * ``voiced.api.config``: ``Settings``, ``ConfigError``; ``voiced.api.doctor``: ``Check``
 * ``voiced.api.host``: stages outside the daemon, for a plugin's own process (a worker)
+* ``voiced.api.net``: ``reached_itself`` (a dialled connection that is its own peer)
 
 Each module re-exports names from the core module behind it (no copies); tests/test_api.py
 fails when a plugin imports any other part of the core.

@@ -1,0 +1,46 @@
+"""A dialled connection that reached itself (TCP's simultaneous open) is not a peer: the
+satellite dialer and the remote stages refuse it as nothing listening."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from voiced_plugins.remote import peer as remote_peer
+from voiced_plugins.remote.peer import RemoteUnavailable, WyomingPeer
+
+from voiced.api.net import reached_itself
+
+
+def self_connected() -> socket.socket:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.connect(sock.getsockname())  # allowed on Linux: the socket becomes its own peer
+    return sock
+
+
+def test_a_socket_connected_to_itself_reached_itself():
+    with self_connected() as sock:
+        assert reached_itself(sock)
+
+
+def test_a_connection_to_a_listening_server_did_not():
+    server = socket.create_server(("127.0.0.1", 0))
+    with server, socket.create_connection(server.getsockname()) as sock:
+        assert not reached_itself(sock)
+
+
+def test_a_socket_no_longer_connected_did_not():
+    with socket.socket() as sock:
+        assert not reached_itself(sock)
+
+
+def test_a_remote_stage_that_dialled_itself_says_nothing_listens_and_rests(monkeypatch):
+    sock = self_connected()
+    port = sock.getsockname()[1]
+    monkeypatch.setattr(remote_peer.socket, "create_connection", lambda *a, **k: sock)
+    peer = WyomingPeer(f"tcp://127.0.0.1:{port}", retry_seconds=30)
+    with pytest.raises(RemoteUnavailable, match=r"nothing listens on .*reached itself"):
+        peer.connect()
+    assert sock.fileno() == -1  # closed, so the port is free for the service
+    assert peer.resting
