@@ -1,18 +1,9 @@
-"""Dialling a TCP peer: a connection that reached itself is not a peer.
+"""A dialled TCP connection that reached itself (voiced/net.py).
 
-A client that dials a port of its own host in the ephemeral range while nothing listens there
-can be given that very port as its source and connect to itself (TCP's simultaneous open): it
-holds the port the service needs and hears its own requests as answers.
-"""
+Public API for plugins: names here stay stable; the module behind them may move."""
 
 from __future__ import annotations
 
-import socket
+from voiced.net import reached_itself
 
-
-def reached_itself(sock: socket.socket) -> bool:
-    """Whether a connected TCP socket is its own peer."""
-    try:
-        return sock.getsockname() == sock.getpeername()
-    except OSError:  # no longer connected: not a peer either way, the read will say so
-        return False
+__all__ = ["reached_itself"]
