@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import math
-import socket
 import struct
 
 import pytest
-from voiced_plugins.wyoming_server import WyomingOptions, WyomingService, refuse_self_connection
+from voiced_plugins.wyoming_server import WyomingOptions, WyomingService
 from wyoming.asr import Transcribe, Transcript
 from wyoming.audio import AudioChunk, AudioStart, AudioStop
 from wyoming.client import AsyncTcpClient
@@ -181,24 +180,3 @@ async def test_a_satellite_is_attached_as_a_site_then_listened_to_and_detached(s
     assert app.calls[:2] == [("attach", "kitchen"), ("listen", "kitchen")]
     assert all(chunk.format.rate == 16000 for chunk in app.fed["kitchen"])
     assert "kitchen" not in service.satellites
-
-
-async def test_a_dialled_connection_that_reached_itself_is_closed_and_refused():
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.connect(sock.getsockname())  # TCP's simultaneous open: the socket is its own peer
-    _, writer = await asyncio.open_connection(sock=sock)
-    uri = f"tcp://127.0.0.1:{sock.getsockname()[1]}"
-    with pytest.raises(ConnectionError, match=rf"nothing listens on {uri} \(.*itself\)"):
-        refuse_self_connection(writer, uri)
-    assert writer.is_closing()
-
-
-async def test_a_connection_to_a_listening_server_is_kept():
-    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    _, writer = await asyncio.open_connection("127.0.0.1", port)
-    refuse_self_connection(writer, f"tcp://127.0.0.1:{port}")
-    assert not writer.is_closing()
-    writer.close()
-    server.close()
