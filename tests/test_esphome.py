@@ -32,7 +32,7 @@ from aioesphomeapi import (
 from aioesphomeapi import api_pb2 as api
 from asr_fixtures import whisper  # noqa: F401 (a fixture)
 from http_files import serving, tone_wav
-from mqtt_fixtures import Mosquitto, Recorder, make_certs
+from mqtt_fixtures import Mosquitto, Recorder, free_port, make_certs
 from pipeline_helpers import overrides, started_pipeline
 from pydantic import ValidationError
 from voiced_plugins.esphome.frames import FrameError, FrameReader, encode
@@ -542,6 +542,37 @@ async def test_a_second_voiced_announcing_the_same_names_is_told_and_keeps_runni
         assert "already announces 'voiced-default' over mDNS" in caplog.text
     finally:
         await twin.stop()
+
+
+@pytest.mark.slow
+async def test_a_twin_on_the_same_machine_is_told_for_every_name_it_shares(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Two responders on one host share port 5353: the answer to zeroconf's unicast probe may
+    reach either one's socket, so the names are also asked for over multicast first."""
+    from voiced_plugins.esphome.device import Device
+    from voiced_plugins.esphome.discovery import Announcer
+
+    def devices(*sites: str) -> list[Device]:
+        options = EsphomeOptions(devices=[DeviceOptions(site_id=s, port=0) for s in sites])
+        made = [Device(d, options, None) for d in options.devices]
+        for port, device in enumerate(made, start=free_port()):
+            device.address = ("127.0.0.1", port)  # where each would listen
+        return made
+
+    first, twin = Announcer("127.0.0.1"), Announcer("127.0.0.1")
+    await first.start(devices("den", "attic", "porch"))
+    try:
+        await twin.start(devices("den", "attic", "porch", "garage"))
+        try:
+            announced = [info.name for info in twin.services]  # type: ignore[attr-defined]
+            assert announced == ["voiced-garage._esphomelib._tcp.local."]
+            for site in ("den", "attic", "porch"):
+                assert f"already announces 'voiced-{site}' over mDNS" in caplog.text
+        finally:
+            await twin.stop()
+    finally:
+        await first.stop()
 
 
 class SpeakingSource(QuietSource):

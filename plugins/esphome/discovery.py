@@ -3,6 +3,7 @@ Assistant's zeroconf discovery offers them; only on the interface the devices li
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import socket
@@ -19,6 +20,10 @@ log = logging.getLogger(__name__)
 
 SERVICE_TYPE = "_esphomelib._tcp.local."
 NOISE = "Noise_NNpsk0_25519_ChaChaPoly_SHA256"
+NAME_CHECK_MS = 2000
+"""How long a device's name is asked for over multicast before it is claimed: a responder
+that holds it answers within about 1.2 s (RFC 6762's one-second hold on a record it sent
+in the last second, plus its random 20-120 ms delay)."""
 
 
 def addresses_for(host: str) -> list[str]:
@@ -81,8 +86,10 @@ class Announcer:
         addresses = addresses_for(self.host)
         try:
             self.zeroconf = AsyncZeroconf(interfaces=addresses, ip_version=IPVersion.V4Only)
-            for device in devices:
-                await self._register(device, addresses)
+            infos = [service_info(device, addresses) for device in devices]
+            taken = await asyncio.gather(*(self._taken(info) for info in infos))
+            for device, info, held in zip(devices, infos, taken, strict=True):
+                await self._register(device, info, held)
         except (OSError, ValueError) as exc:
             log.warning(
                 "esphome: cannot announce the devices over mDNS on %s: %s; add them "
@@ -97,23 +104,38 @@ class Announcer:
             ", ".join(addresses),
         )
 
-    async def _register(self, device: Device, addresses: list[str]) -> None:
+    async def _taken(self, info: object) -> bool:
+        """Whether another responder answers for ``info``'s name, asked over multicast.
+        zeroconf's own probe asks with the unicast-response bit, and a second responder on the
+        same host shares port 5353 with the first: the kernel may hand the unicast answer to
+        either's socket, so the probe alone can miss a twin on this machine."""
+        from zeroconf import DNSQuestionType
+        from zeroconf.asyncio import AsyncServiceInfo
+
+        assert self.zeroconf is not None
+        asked = AsyncServiceInfo(SERVICE_TYPE, info.name)  # type: ignore[attr-defined]
+        zc = self.zeroconf.zeroconf
+        return await asked.async_request(zc, NAME_CHECK_MS, question_type=DNSQuestionType.QM)
+
+    async def _register(self, device: Device, info: object, taken: bool) -> None:
         from zeroconf import NonUniqueNameException
 
         assert self.zeroconf is not None
-        info = service_info(device, addresses)
-        try:
-            await self.zeroconf.async_register_service(info)  # type: ignore[arg-type]
-        except NonUniqueNameException:
-            log.warning(
-                "esphome: another device on the network already announces %r over mDNS (a "
-                "second voiced with the same names?); %s is not announced: give it its own "
-                "`name`, or add it in Home Assistant by host and port",
-                device.name,
-                device.name,
-            )
-            return
-        self.services.append(info)
+        if not taken:
+            try:
+                await self.zeroconf.async_register_service(info)  # type: ignore[arg-type]
+            except NonUniqueNameException:
+                pass
+            else:
+                self.services.append(info)
+                return
+        log.warning(
+            "esphome: another device on the network already announces %r over mDNS (a "
+            "second voiced with the same names?); %s is not announced: give it its own "
+            "`name`, or add it in Home Assistant by host and port",
+            device.name,
+            device.name,
+        )
 
     async def stop(self) -> None:
         if self.zeroconf is None:
