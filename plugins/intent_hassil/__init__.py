@@ -24,6 +24,7 @@ from hassil import Intents, RecognizeResult, merge_dict, recognize_best
 from pydantic import BaseModel, ConfigDict, Field
 from voiced_plugins.intent_hassil import homophones, languages, phonemes, wording
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
+from voiced_plugins.intent_hassil.narrowed import Narrowed
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
 from voiced_plugins.intent_hassil.repair import MAX_PAIRS, SentenceGraph, choose_repair
 
@@ -117,6 +118,8 @@ class HassilIntent:
         self.sentence_files: list[Path] = []
         self._known_names: list[str] = []
         self.graph: SentenceGraph | None = None
+        self.narrowed: Narrowed | None = None
+        """The strict matcher's templates narrowed by the graph (None: every template)."""
         self.sounds: homophones.SoundIndex | None = None  # Mandarin: words by their pinyin
         self._template_words: set[str] = set()
         self._repairs: dict[tuple[str, str], Intent | None] = {}  # the engine asks twice
@@ -190,6 +193,7 @@ class HassilIntent:
             key=lambda n: -len(n),
         )
         if self.intents is not None:
+            self.narrowed = None  # the graph is of the old lists until it is rebuilt
             self.intents.slot_lists.update(self.home.slot_lists())
             if self.options.repair:
                 self._build_graph(wait)
@@ -206,16 +210,22 @@ class HassilIntent:
         intents, language = self.intents, self.language
         assert intents is not None
         if wait or not _on_event_loop():
-            self.graph = _sentence_graph(intents, language)
+            self._use_graph(_sentence_graph(intents, language))
             return
 
         def build() -> None:
             graph = _sentence_graph(intents, language)
             if self.intents is intents:
-                self.graph = graph
+                self._use_graph(graph)
                 self._repairs.clear()
 
         threading.Thread(target=build, name="hassil-sentence-graph", daemon=True).start()
+
+    def _use_graph(self, graph: SentenceGraph) -> None:
+        assert self.intents is not None
+        self.graph = graph
+        skip = (*self.skip_words(), *self.intents.skip_words)
+        self.narrowed = Narrowed(self.intents, graph, skip)
 
     def not_understood(self, language: str) -> str | None:
         """Home Assistant's "Sorry, I couldn't understand that" in ``language``, if loaded."""
@@ -374,9 +384,10 @@ class HassilIntent:
     # -- internals --------------------------------------------------------------------------
 
     def _recognize(self, text: str, intent_context: dict[str, Any]) -> RecognizeResult | None:
+        narrowed = self.narrowed
         return recognize_best(
             text,
-            self.intents,
+            self.intents if narrowed is None else narrowed.intents_for(text),
             skip_words=self.skip_words(),
             intent_context=intent_context,
             language=self.language,

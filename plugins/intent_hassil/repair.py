@@ -386,6 +386,9 @@ class SentenceGraph:
         """Each word pair's templates, as bits (bit i: the i-th sentence template says it)."""
         self.left_out: list[str] = []
         """Templates too large for the graph (``GraphTooLarge``), as written."""
+        self.unruled = 0
+        """Templates (bits) whose word pairs rule nothing out: left out, or with a wildcard
+        slot (free text, any words)."""
         scopes: list[dict[str, Any]] = []
         index = 0
         for intent in intents.intents.values():
@@ -403,7 +406,10 @@ class SentenceGraph:
                         said = _unglue(_template_pairs(builder.shape(sentence.expression, rules)))
                     except GraphTooLarge:
                         self.left_out.append(sentence.text)
+                        self.unruled |= bit
                         continue
+                    if any(ANY in pair for pair in said):
+                        self.unruled |= bit
                     # each template's pieces glued on their own: pieces of two templates
                     # never make a word together ("blinds" + "s", "tv" + "s" of another)
                     pairs |= said
