@@ -6,9 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hassil import recognize_best
 from home_stages import HOME
-from voiced_plugins.intent_hassil import CUSTOM_SENTENCE, HassilIntent, HassilOptions
+from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 from voiced_plugins.intent_hassil.home import Entity
 
 
@@ -20,18 +19,12 @@ def hassil() -> HassilIntent:
 
 
 def every_template(stage: HassilIntent, text: str) -> object:
-    """hassil's best match of ``text`` over every loaded template: what narrowing must keep."""
-    result = recognize_best(
-        text,
-        stage.intents,
-        skip_words=stage.skip_words(),
-        language=stage.language,
-        best_metadata_key=CUSTOM_SENTENCE,
-        best_slot_name="name",
-    )
-    if result is None:
-        return None
-    return result.intent.name, sorted((e.name, str(e.value)) for e in result.entities_list)
+    """The stage's match of ``text`` over every loaded template: what narrowing must keep."""
+    kept, stage.narrowed = stage.narrowed, None
+    try:
+        return narrowed(stage, text)
+    finally:
+        stage.narrowed = kept
 
 
 def narrowed(stage: HassilIntent, text: str) -> object:
