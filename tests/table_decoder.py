@@ -34,13 +34,15 @@ class TableDecoder:
     """Decodes by table: ``readings["first"]`` for the first decode, ``["retry"]`` for the
     prompted one, ``["t0.2"]`` ... for the fallback's samples; teacher-forced scores from
     ``scores`` (by ``plain`` text; ``unknown`` for any other). ``delays``: seconds a call
-    (``generate``, ``forced_scores``) takes, to spend an anytime budget."""
+    (``generate``, ``forced_scores``) takes, to spend an anytime budget; ``loops``: the
+    decodes (by key) that loop, and why."""
 
     readings: dict[str, list[Reading]]
     scores: dict[str, float] = field(default_factory=dict)
     unknown: float = -9.0
     no_speech_prob: float = 0.01
     delays: dict[str, float] = field(default_factory=dict)
+    loops: dict[str, str] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
     name: str = "table"
     multilingual: bool = False
@@ -70,7 +72,8 @@ class TableDecoder:
         self._take("generate")
         found = self.readings.get(key) or self.readings["first"]
         hypotheses = [Hypothesis(text, score) for text, score in found[:count]]
-        return Decode(hypotheses, self.no_speech_prob, temperature=temperature)
+        loop = self.loops.get(key, "")
+        return Decode(hypotheses, self.no_speech_prob, temperature=temperature, loop=loop)
 
     def forced_scores(
         self, encoded: Any, language: str | None, texts: list[str], frames: int

@@ -40,6 +40,21 @@ def test_the_home_profile_fixes_the_slip_the_free_profile_keeps(engines, hassil)
     assert len(free.data["hypotheses"]) == 1 and "rescored" not in free.data
 
 
+def test_an_improbable_reading_is_left_to_the_home_steps_and_sampled_again_when_free(
+    engines, hassil
+):
+    audio = espeak("Meine Schwester wohnt jetzt in Hamburg", "de")  # tiny.en: improbable English
+    home = engines["home"].transcribe(audio)
+    ran = {step["step"]: step["outcome"] for step in home.data["decision"]["steps"]}
+    assert ran["fallback"].startswith("left to the home steps: avg log-prob"), ran
+    assert "rescore" in ran and "retry" in ran
+    assert "fallback" not in home.data  # nothing sampled
+    assert hassil.recognize(home.text) is None, home.text  # chatter stays chatter
+    free = engines["free"].transcribe(audio)
+    tried = free.data["fallback"]
+    assert tried[0]["failed"].startswith("avg log-prob") and len(tried) > 1
+
+
 def test_a_spent_budget_keeps_the_first_reading_and_says_what_it_skipped(engines, hassil):
     spent = engines["spent"].transcribe(espeak(*SLIP))
     decision = spent.data["decision"]

@@ -138,6 +138,33 @@ def test_the_graph_is_language_neutral_in_shape():
     assert graph.candidates("schalte das lickt ein")[0].text == "schalte das licht ein"
 
 
+def test_a_reading_opened_by_a_skip_phrase_of_several_words_is_walked_after_it():
+    from hassil import Intents
+
+    intents = Intents.from_dict(
+        {
+            "language": "en",
+            "intents": {"HassTurnOn": {"data": [{"sentences": ["turn on [the] {name}"]}]}},
+            "lists": {"name": {"values": ["kitchen lights", "radio"]}},
+        }
+    )
+    graph = SentenceGraph(intents, "en")
+    heard = "could you turn on the kitchen lihgts"
+    assert graph.candidates(heard, ["could you"])[0].text == "turn on the kitchen lights"
+    assert graph.candidates(heard, ["could", "you"])[0].text == "turn on the kitchen lights"
+    assert graph.candidates(heard) == []  # "could you" is no word of the home
+    assert graph.candidates("could you", ["could you"]) == []  # the phrase alone is nothing
+
+
+def test_the_candidates_to_rescore_pass_the_politeness_a_command_opens_with(hassil):
+    assert "turn off the desk lamp" in hassil.command_candidates(
+        ["Could you turn of the desk lamp?"]
+    )
+    assert "turn off the desk lamp" in hassil.command_candidates(
+        ["Would you mind turning of the desk lamp"]
+    )
+
+
 async def test_a_home_change_on_the_event_loop_builds_the_graph_off_it():
     import asyncio
 

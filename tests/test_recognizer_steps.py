@@ -58,10 +58,35 @@ def test_a_decode_below_the_log_probability_threshold_is_sampled_again_and_its_c
     decoder = TableDecoder(
         {"first": [("Turn on the kit and lights.", -1.4)], "t0.2": [(KITCHEN, -0.6)]}
     )
-    transcript, decision = listen(decoder, home(), rescore=False, retry=False)
+    transcript, decision = listen(decoder, home(), rescore=False, retry=False)  # no home step
     assert transcript.text == KITCHEN
     assert decision["step"] == "fallback"
     assert decoder.asked("generate t0.2") and not decoder.asked("generate t0.4")
+
+
+def test_an_improbable_decode_is_left_to_the_home_steps_that_read_it_after():
+    table = {
+        "first": [("Turn on the kit and lights.", -1.4)],
+        "t0.2": [(KITCHEN, -0.6)],
+        "retry": [(KITCHEN, -0.5)],
+    }
+    decoder = TableDecoder(table)
+    transcript, decision = listen(decoder, home(), rescore=False)
+    assert transcript.text == KITCHEN and decision["step"] == "retry"
+    assert decision["steps"][1]["outcome"] == "left to the home steps: avg log-prob -1.40 < -1.0"
+    assert not decoder.asked("generate t")
+    fallback_on = TableDecoder(table)
+    transcript, decision = listen(fallback_on, home(), rescore=False, fallback=True)
+    assert transcript.text == KITCHEN and decision["step"] == "fallback"
+    assert fallback_on.asked("generate t0.2") and not fallback_on.asked("generate retry")
+
+
+def test_a_loop_is_sampled_again_even_where_the_home_steps_read_after_it():
+    table = {"first": [("On on on on on on on on on on on on.", -0.2)], "t0.2": [(KITCHEN, -0.6)]}
+    decoder = TableDecoder(table, loops={"first": "12 tokens, 1 distinct"})
+    transcript, decision = listen(decoder, home())
+    assert transcript.text == KITCHEN and decision["step"] == "fallback"
+    assert steps(decision) == ["first", "fallback"]  # a command: no home step runs
 
 
 def test_a_confident_decode_is_not_sampled_again():
@@ -131,6 +156,29 @@ def test_the_prompted_retry_keeps_a_command_that_re_reads_the_first_decode():
     assert "encode 30" in decoder.calls  # the full window
 
 
+def test_no_retry_of_a_sure_reading_that_no_sentence_of_the_home_is_near():
+    decoder = TableDecoder({"first": [(CHATTER, -0.4)], "retry": [(KITCHEN, -0.3)]})
+    far = home(near={"turn on the porch lamp": ["turn on the porch light"]})  # none near CHATTER
+    transcript, decision = listen(decoder, far)
+    assert transcript.text == CHATTER
+    outcomes = {step["step"]: step["outcome"] for step in decision["steps"]}
+    assert outcomes["rescore"] == "no sentence of this home near what was heard"
+    assert outcomes["retry"].startswith("not tried: a reading Whisper is sure of")
+    assert outcomes["second_look"] == "not tried: no reading of the retry"
+    assert not decoder.asked("generate retry") and not decoder.asked("encode 30")
+
+
+def test_an_unsure_reading_that_no_sentence_of_the_home_is_near_is_still_retried():
+    table = {
+        "first": [("Pern on the porch lie.", -1.4)],
+        "retry": [("Turn on the porch light.", -0.3)],
+    }
+    far = home(near={"turn on the porch lamp": ["turn on the porch light"]})
+    transcript, decision = listen(TableDecoder(table), far)
+    assert transcript.data["rescored"]["why"] == "no sentence of this home near what was heard"
+    assert transcript.text == "Turn on the porch light." and decision["step"] == "retry"
+
+
 def test_the_prompted_retry_drops_a_command_far_from_what_was_first_heard():
     decoder = TableDecoder(
         {"first": [("What a lovely day for a walk.", -0.4)], "retry": [(KITCHEN, -0.3)]}
@@ -150,7 +198,10 @@ def test_the_second_look_rescores_what_the_retry_read():
         {"burn on the kitten": -0.6, "turn on the kitchen lice": -0.7,
          "turn on the kitchen lights": -1.0},
     )  # fmt: skip
-    near = {"turn on the kitchen lice": ["turn on the kitchen lights"]}
+    near = {
+        "burn on the kitten": ["burn on the kitchen"],  # near the home, no command
+        "turn on the kitchen lice": ["turn on the kitchen lights"],
+    }
     transcript, decision = listen(decoder, home(near=near))
     assert transcript.text == "turn on the kitchen lights"
     assert decision["step"] == "second_look"
@@ -163,7 +214,10 @@ def test_the_second_look_in_the_full_window_is_stricter():
         "retry": [("Turn on the kitchen lice.", -0.7)],
     }
     scores = {"burn on the kitten": -0.6, "turn on the kitchen lights": -1.5}  # 0.9 below
-    near = {"turn on the kitchen lice": ["turn on the kitchen lights"]}
+    near = {
+        "burn on the kitten": ["burn on the kitchen"],  # near the home, no command
+        "turn on the kitchen lice": ["turn on the kitchen lights"],
+    }
     fitted, _ = listen(TableDecoder(table, scores), home(near=near))
     assert fitted.text == "turn on the kitchen lights"  # within the first look's 2.0
     decoder = TableDecoder(table, scores)

@@ -28,7 +28,7 @@ from voiced.api.recognition import Decode
 
 from .common import WhisperOptions
 
-__all__ = ["Decode", "FallbackOptions", "failure", "repetitive", "with_fallback"]
+__all__ = ["Decode", "FallbackOptions", "failure", "loops", "repetitive", "with_fallback"]
 
 DEFAULT_TEMPERATURES = (0.2, 0.4, 0.6, 0.8, 1.0)
 LOOP_MIN_TOKENS = 12
@@ -79,10 +79,14 @@ def failure(decode: Decode, options: WhisperOptions) -> str | None:
 def best_of_failed(decodes: Sequence[Decode], options: WhisperOptions) -> Decode:
     """faster-whisper's pick when every temperature failed: the most probable decode that
     does not loop, else the most probable of all."""
-    cr = options.compression_ratio_threshold
-    looping = [bool(d.loop) or (cr is not None and d.compression_ratio > cr) for d in decodes]
-    fine = [d for d, loops in zip(decodes, looping, strict=True) if not loops]
+    fine = [d for d in decodes if not loops(d, options)]
     return max(fine or decodes, key=lambda d: d.avg_logprob)
+
+
+def loops(decode: Decode, options: WhisperOptions) -> bool:
+    """Whether ``decode`` is a loop: told as one, or its text compresses too well."""
+    cr = options.compression_ratio_threshold
+    return bool(decode.loop) or (cr is not None and decode.compression_ratio > cr)
 
 
 def with_fallback(

@@ -31,6 +31,9 @@ from typing import Any, Protocol
 
 from .common import WORD
 
+NOTHING_NEAR = "no sentence of this home near what was heard"
+"""Why no rescoring: the home has no sentence near the readings, nor did the search find one."""
+
 DROP = 2.0
 """Most mean log-probability a token a candidate may score below the free reading, on the
 first look (the fitted window), each scored in its best surface form (``surface_forms``)."""
@@ -131,7 +134,7 @@ def pick_rescored(
     home's words that mean nothing around a command (``unsaid_edges``)."""
     candidates = [c for c in rescorer.command_candidates(heard) if c.strip()]
     if not candidates:
-        return None, "no sentence of this home near what was heard"
+        return None, NOTHING_NEAR
     free_texts = references or heard[:1]
     scored = _Scored(score, forms)
     ranked = scored.rank(candidates, also=tuple(free_texts))

@@ -259,7 +259,7 @@ class HassilIntent:
             heard = phonemes.respelled(normalize(text), self.graph)
             if heard != normalize(text):  # homophones put right (a strict match or not)
                 found.setdefault(heard.casefold(), 0.0)
-            for candidate in self.graph.candidates(heard, FILLER_WORDS, 48, wide=True):
+            for candidate in self.graph.candidates(heard, self.skip_words(), 48, wide=True):
                 found[candidate.text] = min(found.get(candidate.text, 9.0), candidate.cost)
         return sorted(found, key=found.__getitem__)[:limit]
 

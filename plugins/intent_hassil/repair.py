@@ -358,6 +358,15 @@ _State = tuple[float, int, int, str, tuple[str, ...], int]
 dropped)."""
 
 
+def _openings(words: list[str], skip_words: Iterable[str]) -> list[int]:
+    """Where a reading of ``words`` may start: at the first word, or after a skip phrase of
+    several words that opens them ("could you", "would you mind"), which the walk's
+    one-word skips cannot pass."""
+    phrases = {tuple(s.casefold().replace("'", "").split()) for s in skip_words if " " in s}
+    after = {len(p) for p in phrases if tuple(words[: len(p)]) == p and len(p) < len(words)}
+    return [0, *sorted(after)]
+
+
 @dataclass(frozen=True)
 class _Walk:
     """What ``SentenceGraph.candidates`` walks: the words heard and its bounds."""
@@ -497,7 +506,7 @@ class SentenceGraph:
             return []
         skip = {w for s in skip_words for w in [s.casefold()] if " " not in w}
         walk = _Walk(words, surface, skip, wide, max_cost)
-        heap: list[_State] = [(0.0, 0, 0, START, (), 0)]
+        heap: list[_State] = [(0.0, 0, k, START, (), k) for k in _openings(words, skip_words)]
         best: dict[tuple[int, str, int], float] = {}
         out: dict[str, Candidate] = {}
         while heap and len(out) < limit:

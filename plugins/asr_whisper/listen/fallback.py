@@ -1,9 +1,15 @@
-"""The temperature fallback step: a decode that fails Whisper's thresholds, sampled again."""
+"""The temperature fallback step: a decode that fails Whisper's thresholds, sampled again.
+
+Where the home steps read the speech after it (the ``home`` profile, rescoring or the retry
+on), a decode that is merely improbable is left to them: they read it against the home's own
+sentences, sooner than sampling five times would. A loop is always sampled again: its text is
+no reading to rescore against. ``recognition.fallback = true`` samples every failed decode.
+"""
 
 from __future__ import annotations
 
 from ..choose import choose
-from ..fallback import with_fallback
+from ..fallback import failure, loops, with_fallback
 from .state import Listening, Utterance
 
 
@@ -12,6 +18,10 @@ def temperature_fallback(u: Utterance, s: Listening) -> str:
     a command on this home is kept as heard. Says what happened."""
     if s.command:
         return "kept: a command"
+    if home_reads(u) and not loops(s.decode, u.options):
+        why = failure(s.decode, u.options)
+        if why is not None:
+            return f"left to the home steps: {why}"
     window = s.window
 
     def decode_at(temperature: float):
@@ -32,3 +42,11 @@ def temperature_fallback(u: Utterance, s: Listening) -> str:
     s.chosen, s.command = decode.hypotheses[choice.index], choice.command
     s.decision.step, s.decision.why, s.decision.index = "fallback", choice.why, choice.index
     return f"temperature {decode.temperature}"
+
+
+def home_reads(u: Utterance) -> bool:
+    """Whether a home step reads the speech after the fallback, which then need not sample
+    an improbable decode (``recognition.fallback`` off)."""
+    opts = u.options.recognition
+    steps_on = u.plan.home_steps and (opts.rescore or opts.retry)
+    return u.home is not None and steps_on and not opts.fallback

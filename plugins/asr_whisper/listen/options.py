@@ -70,6 +70,12 @@ class Recognition(BaseModel):
         description="when no hypothesis is a command: decode again with the full window and "
         "the home's names as a prompt; kept only if that is a command close to the first decode",
     )
+    fallback: bool = Field(
+        False,
+        description="sample again every decode that fails Whisper's thresholds before the "
+        "home steps (off: a decode that is merely improbable is left to rescoring and the "
+        "retry, a loop is still sampled again; the free profile always samples)",
+    )
     rescore_drop: float = Field(
         DROP,
         ge=0.0,

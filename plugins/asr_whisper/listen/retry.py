@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ..choose import pick_retry
 from ..common import FULL_WINDOW_S
+from ..fallback import failure
+from ..rescore import NOTHING_NEAR
 from .state import Listening, Utterance, Window
 
 WHY = "retry with the full window and the home's names: a command"
@@ -12,8 +14,10 @@ MISSED = "; the prompted retry gave no command close to it"
 
 def prompted_retry(u: Utterance, s: Listening) -> str:
     """Decode the full window with the names as a prompt; kept only as a command needing no
-    snapping close to a first reading."""
+    snapping close to a first reading. Not tried on ``sure_chatter``."""
     assert u.home is not None
+    if sure_chatter(u, s):
+        return "not tried: a reading Whisper is sure of, no sentence of this home near it"
     encoded = u.decoder.encode(u.samples, FULL_WINDOW_S)
     frames = min(FULL_WINDOW_S * 100, int(u.seconds * 100) + 1)
     s.windows.setdefault(FULL_WINDOW_S, Window(encoded, FULL_WINDOW_S, frames))
@@ -27,3 +31,11 @@ def prompted_retry(u: Utterance, s: Listening) -> str:
         return "no command close to the first reading"
     s.keep(won, "retry", WHY)
     return won.text
+
+
+def sure_chatter(u: Utterance, s: Listening) -> bool:
+    """A reading that passed Whisper's thresholds as decoded (nothing sampled) and that no
+    sentence of the home is near, nor did the constrained search find one: chatter, which a
+    retry would not turn into a command close to it."""
+    far = (s.rescored or {}).get("why") == NOTHING_NEAR
+    return far and not s.fallback and failure(s.decode, u.options) is None

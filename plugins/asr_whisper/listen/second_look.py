@@ -10,7 +10,9 @@ from .state import Listening, Utterance
 
 def second_look(u: Utterance, s: Listening) -> str:
     """Rescore the readings of both decodes (noise and long commands read better in the full
-    window: issue #15)."""
+    window: issue #15). Not tried where the retry was not (nothing new to rescore)."""
+    if not s.retried:
+        return "not tried: no reading of the retry"
     heard = [*s.hypotheses, *s.retried]
     if u.options.recognition.rescore_full:
         found = rescore(u, s, heard, [*s.retried, *s.hypotheses], s.windows[FULL_WINDOW_S])
