@@ -138,11 +138,13 @@ SPEECH = (np.random.default_rng(0).standard_normal(16000 * 2) * 0.1).astype(np.f
 """Two seconds loud enough to pass the quiet check (the table decides what they say)."""
 
 
-def listen(decoder: TableDecoder, home: Any, **switches: Any) -> tuple[Transcript, dict[str, Any]]:
-    """The recognizer's transcript of ``SPEECH`` with ``switches`` under ``recognition``,
-    and its decision record."""
+def listen(
+    decoder: TableDecoder, home: Any, language: str = "en", **switches: Any
+) -> tuple[Transcript, dict[str, Any]]:
+    """The recognizer's transcript of ``SPEECH`` in ``language`` with ``switches`` under
+    ``recognition``, and its decision record."""
     options = RecognitionOptions(recognition=switches)
-    transcript = recognize(decoder, Homes(HomeApp(home), decoder), SPEECH, "en", options)
+    transcript = recognize(decoder, Homes(HomeApp(home), decoder), SPEECH, language, options)
     return transcript, transcript.data["decision"]
 
 

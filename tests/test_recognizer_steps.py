@@ -81,6 +81,13 @@ def test_an_improbable_decode_is_left_to_the_home_steps_that_read_it_after():
     assert fallback_on.asked("generate t0.2") and not fallback_on.asked("generate retry")
 
 
+def test_an_improbable_decode_of_another_language_is_sampled_again():
+    table = {"first": [("Schalte das Lickt ein.", -1.4)], "t0.2": [(KITCHEN, -0.6)]}
+    decoder = TableDecoder(table)
+    transcript, decision = listen(decoder, home(), language="de")
+    assert decision["step"] == "fallback" and decoder.asked("generate t0.2")
+
+
 def test_a_loop_is_sampled_again_even_where_the_home_steps_read_after_it():
     table = {"first": [("On on on on on on on on on on on on.", -0.2)], "t0.2": [(KITCHEN, -0.6)]}
     decoder = TableDecoder(table, loops={"first": "12 tokens, 1 distinct"})
