@@ -85,7 +85,8 @@ def test_an_improbable_decode_of_another_language_is_sampled_again():
     table = {"first": [("Schalte das Lickt ein.", -1.4)], "t0.2": [(KITCHEN, -0.6)]}
     decoder = TableDecoder(table)
     transcript, decision = listen(decoder, home(), language="de")
-    assert decision["step"] == "fallback" and decoder.asked("generate t0.2")
+    assert transcript.text == KITCHEN and decision["step"] == "fallback"
+    assert decoder.asked("generate t0.2")
 
 
 def test_a_loop_is_sampled_again_even_where_the_home_steps_read_after_it():
@@ -173,6 +174,14 @@ def test_no_retry_of_a_sure_reading_that_no_sentence_of_the_home_is_near():
     assert outcomes["retry"].startswith("not tried: a reading Whisper is sure of")
     assert outcomes["second_look"] == "not tried: no reading of the retry"
     assert not decoder.asked("generate retry") and not decoder.asked("encode 30")
+
+
+def test_a_sure_reading_of_another_language_that_nothing_is_near_is_still_retried():
+    table = {"first": [("Hürfne den Torran.", -0.4)], "retry": [("Öffne den Rollladen.", -0.3)]}
+    house = TableHome({"öffne den rollladen": "HassTurnOn cover.rollladen"}, near={"x": []})
+    transcript, decision = listen(TableDecoder(table), house, language="de")
+    assert transcript.data["rescored"]["why"] == "no sentence of this home near what was heard"
+    assert transcript.text == "Öffne den Rollladen." and decision["step"] == "retry"
 
 
 def test_an_unsure_reading_that_no_sentence_of_the_home_is_near_is_still_retried():

@@ -51,5 +51,4 @@ def home_reads(u: Utterance) -> bool:
     sample an improbable decode (``recognition.fallback`` off)."""
     opts = u.options.recognition
     steps_on = u.plan.home_steps and (opts.rescore or opts.retry)
-    english = (u.language or "en") == "en"
-    return u.home is not None and steps_on and english and not opts.fallback
+    return u.home is not None and steps_on and u.english and not opts.fallback

@@ -34,8 +34,9 @@ def prompted_retry(u: Utterance, s: Listening) -> str:
 
 
 def sure_chatter(u: Utterance, s: Listening) -> bool:
-    """A reading that passed Whisper's thresholds as decoded (nothing sampled) and that no
+    """English that passed Whisper's thresholds as decoded (nothing sampled) and that no
     sentence of the home is near, nor did the constrained search find one: chatter, which a
-    retry would not turn into a command close to it."""
+    retry would not turn into a command close to it. In other languages a sure reading may
+    still be retried into one (Whisper base's noisy German "Hürfne den Torran." was)."""
     far = (s.rescored or {}).get("why") == NOTHING_NEAR
-    return far and not s.fallback and failure(s.decode, u.options) is None
+    return far and u.english and not s.fallback and failure(s.decode, u.options) is None

@@ -71,6 +71,12 @@ class Utterance:
         return len(self.samples) / SAMPLE_RATE
 
     @property
+    def english(self) -> bool:
+        """Whether the speech is English: the rules measured on English sets only hold there
+        (the fallback's and the retry's, docs/asr.md)."""
+        return (self.language or "en") == "en"
+
+    @property
     def count(self) -> int:
         """Hypotheses to decode: N-best needs a home to judge them."""
         return self.options.recognition.hypotheses if self.home is not None else 1
