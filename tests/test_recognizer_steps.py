@@ -81,6 +81,18 @@ def test_an_improbable_decode_is_left_to_the_home_steps_that_read_it_after():
     assert fallback_on.asked("generate t0.2") and not fallback_on.asked("generate retry")
 
 
+def test_an_improbable_mandarin_decode_is_left_to_the_home_steps_too():
+    table = {
+        "first": [("打開握式的燈", -1.4)],
+        "t0.2": [(KITCHEN, -0.6)],
+        "retry": [(KITCHEN, -0.5)],
+    }
+    decoder = TableDecoder(table)
+    _, decision = listen(decoder, home(), language="zh", rescore=False)
+    assert decision["steps"][1]["outcome"].startswith("left to the home steps")
+    assert not decoder.asked("generate t")
+
+
 def test_an_improbable_decode_of_another_language_is_sampled_again():
     table = {"first": [("Schalte das Lickt ein.", -1.4)], "t0.2": [(KITCHEN, -0.6)]}
     decoder = TableDecoder(table)

@@ -1,11 +1,11 @@
 """The temperature fallback step: a decode that fails Whisper's thresholds, sampled again.
 
-Where the home steps read English speech after it (the ``home`` profile, rescoring or the
-retry on), a decode that is merely improbable is left to them: they read it against the
-home's own sentences, sooner than sampling five times would. A loop is always sampled again:
-its text is no reading to rescore against. Other languages sample every failed decode:
-Whisper base's samples of German found commands its home steps did not (docs/asr.md).
-``recognition.fallback = true`` samples every failed decode in English too.
+Where the home steps read the speech after it (the ``home`` profile, rescoring or the retry
+on, a language of ``state.LEAN_LANGUAGES``), a decode that is merely improbable is left to
+them: they read it against the home's own sentences, sooner than sampling five times would.
+A loop is always sampled again: its text is no reading to rescore against. Other languages
+sample every failed decode: Whisper base's samples of German found commands its home steps
+did not (docs/asr.md). ``recognition.fallback = true`` samples every failed decode.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def temperature_fallback(u: Utterance, s: Listening) -> str:
 
 
 def home_reads(u: Utterance) -> bool:
-    """Whether a home step reads English speech after the fallback, which then need not
-    sample an improbable decode (``recognition.fallback`` off)."""
+    """Whether a home step reads the speech after the fallback, which then need not sample
+    an improbable decode (``recognition.fallback`` off, a lean language)."""
     opts = u.options.recognition
     steps_on = u.plan.home_steps and (opts.rescore or opts.retry)
-    return u.home is not None and steps_on and u.english and not opts.fallback
+    return u.home is not None and steps_on and u.lean and not opts.fallback

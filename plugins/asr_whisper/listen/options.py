@@ -73,9 +73,9 @@ class Recognition(BaseModel):
     fallback: bool = Field(
         False,
         description="sample again every decode that fails Whisper's thresholds before the "
-        "home steps (off: in English, a decode that is merely improbable is left to rescoring "
-        "and the retry, a loop is still sampled again; other languages and the free profile "
-        "always sample)",
+        "home steps (off: in English and Mandarin, a decode that is merely improbable is left "
+        "to rescoring and the retry, a loop is still sampled again; other languages and the "
+        "free profile always sample)",
     )
     rescore_drop: float = Field(
         DROP,

@@ -34,9 +34,10 @@ def prompted_retry(u: Utterance, s: Listening) -> str:
 
 
 def sure_chatter(u: Utterance, s: Listening) -> bool:
-    """English that passed Whisper's thresholds as decoded (nothing sampled) and that no
+    """A reading that passed Whisper's thresholds as decoded (nothing sampled) and that no
     sentence of the home is near, nor did the constrained search find one: chatter, which a
-    retry would not turn into a command close to it. In other languages a sure reading may
-    still be retried into one (Whisper base's noisy German "Hürfne den Torran." was)."""
+    retry would not turn into a command close to it. Only in a lean language
+    (``state.LEAN_LANGUAGES``): Whisper base's sure, noisy German "Hürfne den Torran." was
+    retried into "Öffne den Rollladen."."""
     far = (s.rescored or {}).get("why") == NOTHING_NEAR
-    return far and u.english and not s.fallback and failure(s.decode, u.options) is None
+    return far and u.lean and not s.fallback and failure(s.decode, u.options) is None
