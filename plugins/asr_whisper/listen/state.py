@@ -18,7 +18,7 @@ LEAN_LANGUAGES = frozenset({"en", "zh"})
 """Where the home steps read an improbable decode without the fallback's samples, and a
 sure one nothing is near without the retry, losing nothing: English (the tuning set) and
 Mandarin (the languages benchmark's tuning half; its report half agreed). Not German: its
-report half lost 6 of 68 commands without them (docs/asr.md)."""
+report half lost 4 of 68 commands without them (docs/asr.md)."""
 
 
 @dataclass(frozen=True)
