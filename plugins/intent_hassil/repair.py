@@ -362,8 +362,8 @@ def _openings(words: list[str], skip_words: Iterable[str]) -> list[int]:
     """Where a reading of ``words`` may start: at the first word, or after a skip phrase of
     several words that opens them ("could you", "would you mind"), which the walk's
     one-word skips cannot pass."""
-    phrases = {tuple(s.casefold().replace("'", "").split()) for s in skip_words if " " in s}
-    after = {len(p) for p in phrases if tuple(words[: len(p)]) == p and len(p) < len(words)}
+    phrases = {tuple(tokens(s)) for s in skip_words}
+    after = {len(p) for p in phrases if 1 < len(p) < len(words) and tuple(words[: len(p)]) == p}
     return [0, *sorted(after)]
 
 
