@@ -12,7 +12,7 @@ from home_stages import App, SentencesHome, loaded
 from speech import espeak
 from test_asr_second_look import noisy
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
-from voiced_plugins.asr_whisper.rescore import pick_rescored, surface_forms
+from voiced_plugins.asr_whisper.rescore import opening_of, pick_rescored, surface_forms
 
 
 def test_a_candidate_is_written_as_given_and_as_the_top_reading_writes_it():
@@ -41,6 +41,25 @@ def test_the_first_word_keeps_the_top_readings_case_and_a_script_without_case_it
         "打开卧室的灯?",
         "打开卧室的灯。",
     ]
+
+
+def test_a_candidate_is_also_written_with_the_skip_phrase_the_top_reading_opens_with():
+    skip = ("so", "um", "could you", "please")
+    forms = surface_forms(["So, it's a garage door."], skip)
+    assert "So, lower the garage door" in forms("lower the garage door")
+    assert "So, lower the garage door." in forms("lower the garage door")
+    opened = forms("could you lower the garage door")  # opens with a phrase of its own
+    assert not any(form.startswith("So,") for form in opened)
+    unskipped = surface_forms(["So, it's a garage door."])("lower the garage door")
+    assert not any(form.startswith("So") for form in unskipped)  # no skip words: no opening
+
+
+def test_the_opening_of_a_reading_is_its_longest_skip_phrase_as_written():
+    skip = ("could", "could you", "um", "i'd like you to")
+    assert opening_of("Could you turn on the light?", skip) == "Could you"
+    assert opening_of("Um, is the door locked", skip) == "Um,"
+    assert opening_of("I'd like you to dim the lamp", skip) == "I'd like you to"
+    assert opening_of("Turn on the light", skip) == ""
 
 
 def test_the_best_surface_form_is_the_candidates_score():

@@ -44,6 +44,21 @@ def grammar(stage, tokenizer) -> TokenGrammar:
     )
 
 
+@pytest.fixture(scope="module")
+def both_scripts(stage, tokenizer) -> TokenGrammar:
+    """The grammar as the engine builds it: the words in the other script too."""
+    graph = stage.command_graph()
+    return TokenGrammar(
+        graph.following,
+        graph.numbers.words,
+        tokenizer,
+        graph.templates,
+        graph.spaced,
+        stage.skip_words(),
+        stage.written_forms,
+    )
+
+
 def test_a_mandarin_home_has_a_word_graph_of_its_template_words(stage):
     graph = stage.command_graph()
     assert graph is not None and not graph.spaced
@@ -95,3 +110,32 @@ def test_mandarin_candidates_are_home_commands_that_sound_like_the_reading(stage
     assert "打开卧室的灯" in found or "打开卧室的台灯" in found
     assert "现在几点钟" in found
     assert stage.command_candidates(["我昨天去超市买了很多水果"]) == []
+
+
+def test_a_simplified_grammar_is_also_written_in_traditional_characters(stage):
+    assert stage.written_forms("厨房") == ("廚房",)
+    assert stage.written_forms("打开") == ("打開",)
+    assert stage.written_forms("的") == ()  # the same in both scripts
+
+
+@pytest.mark.parametrize(
+    "said", ["打開 廚房 的 燈", "把 臥室 的 燈 關掉", "設置 十 分鐘 的 計時器"]
+)
+def test_the_search_follows_whisper_writing_traditional_characters(
+    grammar, both_scripts, tokenizer, stage, said
+):
+    """Whisper base writes espeak-ng's Mandarin in traditional characters as often as not;
+    a search spelling only the grammar's simplified ones loses every reading on the way."""
+    simplified_only = constrained_decode(table_decoder(tokenizer, said), tokenizer, grammar, beam=8)
+    assert all(c.avg_logprob < -3.0 for c in simplified_only)  # nothing the audio says
+    found = constrained_decode(table_decoder(tokenizer, said), tokenizer, both_scripts, beam=8)
+    assert found and found[0].text == said.replace(" ", "")
+    assert stage.command_meaning(found[0].text) is not None
+
+
+def test_a_sentence_may_open_with_a_mandarin_skip_word(both_scripts, tokenizer, stage):
+    found = constrained_decode(
+        table_decoder(tokenizer, "请 打开 厨房 的 灯"), tokenizer, both_scripts, openings=True
+    )
+    assert found and found[0].text == "请打开厨房的灯"
+    assert (found[0].opening, found[0].sentence) == ("请", "打开厨房的灯")

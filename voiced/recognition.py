@@ -143,6 +143,11 @@ class HomeGrammar(Protocol):
         a grammar without this question has none."""
         ...
 
+    def written_forms(self, word: str) -> tuple[str, ...]:
+        """Other ways a decoder may write ``word`` of the graph ("廚房" for "厨房": Chinese in
+        the other script); a grammar without this question has none."""
+        ...
+
 
 @dataclass(frozen=True)
 class Step:

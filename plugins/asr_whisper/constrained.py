@@ -25,7 +25,7 @@ import itertools
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,8 @@ from voiced.api.recognition import NextLogprobs
 from .common import WORD
 
 START, END, NUMBER, ANY = "<s>", "</s>", "<#>", "<*>"
+OPEN = "\x01"
+"""Marks an opening phrase's word in the search (``TokenGrammar.opening``): no graph word."""
 BEAM = 24
 """Readings kept per step (case and spelling variants of one reading count once). Where
 each tuned value came from: docs/asr.md, "Tuned constants"."""
@@ -73,8 +75,13 @@ class TokenGrammar:
         tokenizer: Any,
         templates: dict[tuple[str, str], int] | None = None,
         spaced: bool = True,
+        openings: Iterable[str] = (),
+        written: Callable[[str], Iterable[str]] | None = None,
     ):
         self.following = following
+        self.written = written
+        """Other ways the decoder may write a word (the home's ``written_forms``: Chinese in
+        the other script, which Whisper writes as often); spelled too."""
         self.templates = templates
         self.spaced = spaced
         """Whether words are written with a space before them (else, as in Chinese, each
@@ -88,10 +95,40 @@ class TokenGrammar:
             t for t in (tokenizer.eot, *(_single(tokenizer, p) for p in marks)) if t is not None
         ]
         self.comma = _single(tokenizer, ",")
+        self.opening: dict[str, tuple[str, frozenset[str]]] = {}
+        """Each word of an opening phrase (``openings``: the home's skip words, "could you",
+        "um") by its own key: (the word as spelled, the key of the phrase's next word; none
+        after its last, where the sentence starts: one phrase opens it, not a chain of them,
+        "Okay, I want you to go ahead and pause the Roku")."""
+        firsts = self._openings(openings)
+        self.starts = frozenset(following.get(START, ())) - {END, ANY} | firsts
+        """What may open a sentence once an opening phrase is allowed before it."""
+
+    def _openings(self, phrases: Iterable[str]) -> frozenset[str]:
+        """Key each word of ``phrases`` (into ``opening``); the keys of their first words."""
+        firsts = set()
+        for phrase in dict.fromkeys(p.casefold().strip() for p in phrases):
+            words = phrase.split() if self.spaced else [phrase]
+            keys = [f"{OPEN}{phrase}{OPEN}{i}" for i in range(len(words))]
+            for i, (key, word) in enumerate(zip(keys, words, strict=True)):
+                self.opening[key] = (word, frozenset(keys[i + 1 : i + 2]))
+            if keys:
+                firsts.add(keys[0])
+        return frozenset(firsts)
+
+    def start(self, openings: bool) -> _Node:
+        """The trie of a sentence's first word; with ``openings``, of an opening phrase's too
+        ("Could you turn off the lights": hassil skips "could you", and the audio says it)."""
+        return self._trie(self.starts) if openings and self.opening else self.after(START)
 
     def after(self, word: str) -> _Node:
         """The trie of the words that may follow ``word`` (cached per set of successors)."""
-        nxt = frozenset(self.following.get(word, ())) - {END, ANY}
+        if word in self.opening:  # the phrase's next word, or after it the sentence
+            nxt = self.opening[word][1]
+            return self._trie(nxt) if nxt else self.after(START)
+        return self._trie(frozenset(self.following.get(word, ())) - {END, ANY})
+
+    def _trie(self, nxt: frozenset[str]) -> _Node:
         if nxt not in self._tries:
             root = _Node()
             for successor in nxt:
@@ -107,32 +144,38 @@ class TokenGrammar:
         """Every word's trie, now (≈ 0.2 s and 10 MB for config/home.yaml) rather than one by
         one as searches first reach a word: the grammar's memory is then all there once it is
         built, not growth through the following hours (#16)."""
-        for word in (START, *self.following):
+        for word in (START, *self.following, *self.opening):
             self.after(word)
+        self.start(True)
 
     def ends(self, word: str) -> bool:
         return END in self.following.get(word, ())
 
     def fits(self, said: int, before: str, word: str) -> int:
         """The templates (bits) that still say a sentence after ``word`` follows ``before``
-        in it, of those that said it so far (``said``); -1: the graph does not tell."""
-        if self.templates is None:
-            return -1
+        in it, of those that said it so far (``said``); -1: the graph does not tell. An
+        opening phrase is said before any template: what follows it opens one."""
+        if self.templates is None or word in self.opening:
+            return said
+        if before in self.opening:
+            before = START
         return said & self.templates.get((before, word), 0)
 
     def spellings(self, word: str) -> list[list[int]]:
         """Token sequences Whisper may write ``word`` with: with a leading space, lower or
         capitalized, apostrophes back in ("whats" -> "what's"); a number as digits or the
-        language's number words; "%" glued to the number before it."""
+        language's number words; "%" glued to the number before it; each in its ``written``
+        forms too."""
         if word not in self._spellings:
             if word == NUMBER:
-                forms = [str(n) for n in range(101)] + self.numbers
+                words = [str(n) for n in range(101)] + self.numbers
             elif word == "%":
-                forms = ["%"]
+                words = ["%"]
             else:
-                forms = [word]
-                if match := _CONTRACTION.match(word):
-                    forms.append(f"{match[1]}'{match[2]}")
+                words = [self.opening[word][0] if word in self.opening else word]
+                if match := _CONTRACTION.match(words[0]):
+                    words.append(f"{match[1]}'{match[2]}")
+            forms = [*words, *(w for form in words for w in self._written(form))]
             texts = set()
             for form in forms:
                 if form == "%":
@@ -144,12 +187,17 @@ class TokenGrammar:
             self._spellings[word] = [t for t in map(self.tokenizer.encode, sorted(texts)) if t]
         return self._spellings[word]
 
+    def _written(self, form: str) -> Iterable[str]:
+        return () if self.written is None or form.isascii() else self.written(form)
+
 
 def _single(tokenizer: Any, text: str) -> int | None:
     tokens = tokenizer.encode(text)
     return tokens[0] if len(tokens) == 1 else None
 
 
+_AFTER_OPENING = " ,，、"
+"""What may stand between an opening phrase and its sentence, left off the sentence."""
 _AFTER_COMMA = _Node()  # no tokens of its own: after "kitchen," the next word starts afresh
 
 
@@ -163,6 +211,7 @@ class _Beam:
     pairs: frozenset[tuple[str, str]] = frozenset()  # word pairs said: none twice (no loops)
     said: int = -1  # the templates (bits) that say every word pair so far: one sentence's words
     words: tuple[str, ...] = ()  # the whole words so far, as the graph spells them
+    opened: int = 0  # tokens of the opening phrase ("Could you") before the sentence
 
 
 @dataclass(frozen=True)
@@ -172,6 +221,11 @@ class Constrained:
     text: str
     avg_logprob: float
     end_logprob: float = 0.0  # of its end ("." "?" "!" or end of text) after its last word
+    sentence: str = ""
+    """The text after its opening phrase ("turn on the light" of "Could you turn on the
+    light"); the whole text where none opens it."""
+    opening: str = ""
+    """The opening phrase as written ("Could you"), or ""."""
 
 
 def constrained_decode(
@@ -184,6 +238,7 @@ def constrained_decode(
     free_logprob: float = 0.0,
     first: list[np.ndarray] | None = None,
     one_template: bool = True,
+    openings: bool = False,
 ) -> list[Constrained]:
     """The best sentences of the grammar for this audio (``steps``: the decoder's next-token
     log-probabilities in one utterance's window), best first by mean log-probability a
@@ -192,11 +247,12 @@ def constrained_decode(
     ``free_logprob`` (Whisper's own reading's).
     ``first`` (a list) receives the first token's log-probabilities. ``one_template``: every
     word pair of a sentence from one template (the graph's pairs alone mix templates: "what
-    is the" + "the next" gave "what is the next")."""
+    is the" + "the next" gave "what is the next"). ``openings``: the grammar's opening
+    phrases may come first ("Could you ...")."""
     fits = grammar.fits if one_template else (lambda said, before, word: -1)
     search = _Search(grammar, fits, free_logprob - PRUNE)
     prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
-    beams = [_Beam((), 0.0, START, grammar.after(START))]
+    beams = [_Beam((), 0.0, START, grammar.start(openings))]
     for step in range(max_tokens):
         if not beams:
             break
@@ -207,10 +263,12 @@ def constrained_decode(
         for b, row in zip(beams, rows, strict=True):
             search.grow(b, row, step, grown)
         beams = sorted(grown.values(), key=lambda b: -b.logprob)[:beam]
-    found: dict[str, Constrained] = {}  # the best spelling of each sentence
-    for tokens, (mean, ending) in sorted(search.done.items(), key=lambda kv: -kv[1][0]):
+    found: dict[str, Constrained] = {}  # the best spelling of each sentence, opened or not
+    for tokens, (mean, ending, opened) in sorted(search.done.items(), key=lambda kv: -kv[1][0]):
+        opening = tokenizer.decode(list(tokens[:opened])).strip()
+        sentence = tokenizer.decode(list(tokens[opened:])).strip(_AFTER_OPENING)
         text = tokenizer.decode(list(tokens)).strip()
-        found.setdefault(text.casefold(), Constrained(text, mean, ending))
+        found.setdefault(sentence.casefold(), Constrained(text, mean, ending, sentence, opening))
     return list(found.values())[:results]
 
 
@@ -222,8 +280,8 @@ class _Search:
     fits: Callable[[int, str, str], int]
     floor: float
     """Least mean log-probability a token of a partial sentence past ``PRUNE_AFTER``."""
-    done: dict[tuple[int, ...], tuple[float, float]] = field(default_factory=dict)
-    """Finished sentences' tokens -> (mean, end) log-probability."""
+    done: dict[tuple[int, ...], tuple[float, float, int]] = field(default_factory=dict)
+    """Finished sentences' tokens -> (mean, end) log-probability and opening words."""
 
     def grow(
         self, b: _Beam, row: np.ndarray, step: int, grown: dict[tuple[Any, ...], _Beam]
@@ -240,8 +298,10 @@ class _Search:
             new = self._next(b, row, step, token, word, node, comma, ended, said)
             if new is None:
                 continue
-            # one beam per reading: "What is" and "what is" are one hypothesis, not two
-            key = (new.words, id(node), comma)
+            # one beam per reading: "What is" and "what is" are one hypothesis, not two, and
+            # so are "So, lower the" and "lower the" (else openings crowd other readings out)
+            opening = self.grammar.opening
+            key = (tuple(w for w in new.words if w not in opening), id(node), comma)
             if key not in grown or grown[key].logprob < new.logprob:
                 grown[key] = new
 
@@ -250,7 +310,8 @@ class _Search:
             return
         ending = max(float(row[t]) for t in self.grammar.end_tokens)
         mean = (b.logprob + ending) / (len(b.tokens) + 1)
-        self.done[b.tokens] = max(self.done.get(b.tokens, (-99.0, 0.0)), (mean, ending))
+        done = (mean, ending, b.opened)
+        self.done[b.tokens] = max(self.done.get(b.tokens, (-99.0, 0.0, 0)), done)
 
     def _next(
         self,
@@ -275,7 +336,8 @@ class _Search:
         if step >= PRUNE_AFTER and logprob / (step + 1) < self.floor:
             return None  # far below what Whisper heard freely: chatter, stop early
         words = (*b.words, word) if ended else b.words
-        return _Beam((*b.tokens, token), logprob, word, node, comma, pairs, said, words)
+        opened = len(b.tokens) if ended and word in self.grammar.opening else b.opened
+        return _Beam((*b.tokens, token), logprob, word, node, comma, pairs, said, words, opened)
 
 
 def _steps(b: _Beam, grammar: TokenGrammar) -> list[tuple[int | None, str, _Node, bool, bool]]:
@@ -322,6 +384,8 @@ class GrammarCache:
             tokenizer,
             getattr(graph, "templates", None),
             getattr(graph, "spaced", True),
+            _skip_words(checker),
+            getattr(checker, "written_forms", None),
         )
         grammar.build_all()
         with self._lock:
@@ -329,6 +393,12 @@ class GrammarCache:
             while len(self._grammars) > self.kept:
                 self._grammars.popitem(last=False)
         return grammar
+
+
+def _skip_words(checker: Any) -> tuple[str, ...]:
+    """The home's words that mean nothing around a command (``skip_words``), if it says."""
+    skip = getattr(checker, "skip_words", None)
+    return tuple(skip()) if callable(skip) else ()
 
 
 class WithConstrained:
@@ -370,13 +440,14 @@ def commands_found(
     beam: int = BEAM,
     one_template: bool = True,
     command_first_words: bool = True,
+    openings: bool = False,
 ) -> Found:
     """The constrained search's sentences that are commands on this home, best first; the
     search runs a few tokens past the longest reading the decoder gave freely (``heard``:
     those readings, best first, with their mean log-probabilities). ``command_first_words``:
     the first words offered (``first_words``) are the likeliest that make a command, and
     the rescoring may ask for more (``Found.first_word``); else the likeliest, of found
-    sentences only."""
+    sentences only. ``openings``: the grammar's opening phrases may come first."""
     longest = max((len(tokenizer.encode(" " + text)) for text, _ in heard), default=8)
     first: list[np.ndarray] = []
     found = constrained_decode(
@@ -388,6 +459,7 @@ def commands_found(
         first=first,
         beam=beam,
         one_template=one_template,
+        openings=openings,
     )
     said = _said(found, [text for text, _ in heard], grammar, rescorer)
 
@@ -420,12 +492,12 @@ def _said(
     in common, or, for a language without spaces whose grammar hears sounds (``sounds_of``),
     by syllables in common (Whisper writes Mandarin it hears badly with other characters of
     the same sound)."""
-    ended = [c.text for c in found if c.end_logprob >= END_FLOOR]
+    ended = [c for c in found if c.end_logprob >= END_FLOOR]
     sounds = getattr(rescorer, "sounds_of", None)
     if grammar.spaced or not callable(sounds):
-        return [text for text in ended if grounded(text, readings)]
+        return [c.text for c in ended if grounded(c.sentence, readings)]
     heard = [sounds(text) for text in readings]
-    return [text for text in ended if grounded_by_sound(sounds(text), heard)]
+    return [c.text for c in ended if grounded_by_sound(sounds(c.sentence), heard)]
 
 
 GROUNDING_LETTERS = 3

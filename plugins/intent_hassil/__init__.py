@@ -290,6 +290,12 @@ class HassilIntent:
         heard = homophones.run_together(self.cleaned(text))
         return [s for s in homophones.sounds(heard) if s.isascii() and s.isalpha()]
 
+    def written_forms(self, word: str) -> tuple[str, ...]:
+        """Other ways a decoder writes ``word`` of this grammar: Chinese in the other script
+        ("廚房" for "厨房": Whisper writes either); none in other languages."""
+        other = languages.other_script(word, self.language)
+        return (other,) if other != word else ()
+
     def command_meaning(self, text: str) -> tuple[Any, ...] | None:
         """What ``text`` does on this home as a strict template match that acts on something
         the home has (no snapping, no repair), or None."""

@@ -101,3 +101,12 @@ def prepare(text: str, language: str) -> str:
     if converter is not None and (language in _SIMPLIFIED or language in _TRADITIONAL):
         text = converter.convert(text)
     return _FULL_STOPS.sub("", text)
+
+
+def other_script(text: str, language: str) -> str:
+    """``text`` of the grammar of ``language`` as Whisper may write it in the other Chinese
+    script ("厨房" -> "廚房" for zh-CN); ``text`` itself in other languages or without OpenCC."""
+    if language not in _SIMPLIFIED and language not in _TRADITIONAL:
+        return text
+    converter = _converter("s2t" if language in _SIMPLIFIED else "t2s")
+    return text if converter is None else converter.convert(text)

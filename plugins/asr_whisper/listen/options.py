@@ -115,6 +115,11 @@ class Recognition(BaseModel):
         "words that make a command, of sentences found and of its best-scored candidates "
         "that are none (off: the likeliest four first words of found sentences only)",
     )
+    search_openings: bool = Field(
+        True,
+        description="with constrained: a sentence the search finds may open with the "
+        "home's skip words ('could you', 'um', 'please'), as said before a command",
+    )
     budget_s: float | None = Field(
         BUDGET_S,
         gt=0.0,

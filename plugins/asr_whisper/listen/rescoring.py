@@ -8,7 +8,7 @@ import numpy as np
 from voiced.api.recognition import Hypothesis, NextLogprobs, has
 
 from ..constrained import WithConstrained, commands_found
-from ..rescore import DROP_FULL, pick_rescored, surface_forms
+from ..rescore import DROP_CHARACTERS, DROP_FULL, pick_rescored, surface_forms
 from .state import Listening, Utterance, Window
 
 
@@ -28,6 +28,7 @@ def search(u: Utterance, s: Listening, window: Window, free: list[Hypothesis]) -
         opts.search_beam,
         opts.search_one_template,
         opts.search_first_words,
+        opts.search_openings,
     )
     window.searched = True
     if cut:
@@ -60,17 +61,22 @@ def rescore(
     opts = u.options.recognition
     search(u, s, window, free)
     texts = [h.text for h in heard]
+    readings = [*texts, *(h.text for h in free)]
+    skip = u.home.skip_words() if has(u.home, "skip_words") else ()
+    opening = skip if opts.search_openings else ()
+    forms = surface_forms(readings, opening) if opts.rescore_forms else None
+    drop = min(opts.rescore_drop, DROP_CHARACTERS) if u.in_characters else opts.rescore_drop
     second = window.width != s.window.width and bool(s.retried)
     tops = [s.hypotheses[0].text, s.retried[0].text] if second else []
     picked, reason = pick_rescored(
         texts,
         WithConstrained(u.home, window.found) if window.found is not None else u.home,
         lambda candidates: window.score(u.decoder, u.language, candidates),
-        drop=min(DROP_FULL, opts.rescore_drop) if second else opts.rescore_drop,
+        drop=min(DROP_FULL, drop) if second else drop,
         references=list(dict.fromkeys(tops)) or None,
-        forms=surface_forms([*texts, *(h.text for h in free)]) if opts.rescore_forms else None,
+        forms=forms,
         heard_names=s.heard_names,
-        skip=u.home.skip_words() if has(u.home, "skip_words") else (),
+        skip=skip,
     )
     s.rescored = picked.to_dict() if picked is not None else {"why": reason}
     s.rescored["window_s"] = window.width

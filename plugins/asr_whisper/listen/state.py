@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from voiced.api.languages import counts_characters
 from voiced.api.recognition import Decision, Decode, Decoder, HomeGrammar, Hypothesis
 
 from ..common import SAMPLE_RATE
@@ -81,6 +82,11 @@ class Utterance:
         """Whether the home steps may go without the fallback's samples of an improbable
         decode and the retry of a sure one in this language (``LEAN_LANGUAGES``)."""
         return (self.language or "en").split("-")[0] in LEAN_LANGUAGES
+
+    @property
+    def in_characters(self) -> bool:
+        """Whether the language is written in characters, without spaces (Mandarin)."""
+        return counts_characters(self.language or "en")
 
     @property
     def count(self) -> int:

@@ -1,0 +1,158 @@
+"""The constrained search lets a sentence open with the home's skip words: people say
+"could you ..." or "um, ..." before a command, hassil skips those words, and the audio says
+them, so a search that must start on a template's first word has to spell "could you" with
+the home's words. On tiny.en's real tokenizer and config/home.yaml's grammar; the decoder
+is a table of next-token log-probabilities (the design's fake Decoder)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from voiced_plugins.asr_whisper.constrained import (
+    TokenGrammar,
+    commands_found,
+    constrained_decode,
+)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    import tokenizers
+    from faster_whisper.tokenizer import Tokenizer
+    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
+
+    path = bundled_ct2_dir("tiny.en") / "tokenizer.json"
+    return Tokenizer(tokenizers.Tokenizer.from_file(str(path)), False, "transcribe", "en")
+
+
+@pytest.fixture(scope="module")
+def grammar(hassil, tokenizer) -> TokenGrammar:
+    graph = hassil.command_graph()
+    return TokenGrammar(
+        graph.following,
+        graph.numbers.words,
+        tokenizer,
+        graph.templates,
+        graph.spaced,
+        hassil.skip_words(),
+    )
+
+
+def saying(tokenizer, said: str):
+    """Next-token log-probabilities that say ``said`` (then its end) and give every other
+    token -8."""
+    wanted = [*tokenizer.encode(" " + said), tokenizer.eot]
+    size = tokenizer.tokenizer.get_vocab_size()
+
+    def steps(prompt, prefixes):
+        rows = []
+        for prefix in prefixes:
+            row = np.full(size + 2000, -8.0, dtype=np.float32)
+            if len(prefix) < len(wanted) and list(prefix) == wanted[: len(prefix)]:
+                row[wanted[len(prefix)]] = -0.1
+            rows.append(row)
+        return rows
+
+    return steps
+
+
+@pytest.mark.parametrize(
+    ("said", "opening", "sentence"),
+    [
+        ("Could you turn on the kitchen light", "Could you", "turn on the kitchen light"),
+        ("Um, turn off the lights in the bedroom", "Um", "turn off the lights in the bedroom"),
+    ],
+)
+def test_a_sentence_may_open_with_the_homes_skip_words(
+    hassil, tokenizer, grammar, said, opening, sentence
+):
+    found = constrained_decode(saying(tokenizer, said), tokenizer, grammar, openings=True)
+    assert found and found[0].text == said
+    assert (found[0].opening, found[0].sentence) == (opening, sentence)
+    assert hassil.command_meaning(found[0].text) is not None  # hassil skips them too
+
+
+def test_without_openings_the_search_starts_on_a_templates_first_word(tokenizer, grammar):
+    said = "Could you turn on the kitchen light"
+    found = constrained_decode(saying(tokenizer, said), tokenizer, grammar)
+    assert all(not c.text.casefold().startswith("could") for c in found)
+
+
+def test_a_skip_word_opens_a_sentence_only_before_it(tokenizer, grammar):
+    said = "turn on could you the kitchen light"
+    found = constrained_decode(saying(tokenizer, said), tokenizer, grammar, openings=True)
+    assert all("could" not in c.text.casefold() for c in found)
+
+
+def test_a_found_sentence_is_grounded_by_its_own_words_not_its_opening(hassil, tokenizer, grammar):
+    said = saying(tokenizer, "Could you turn on the kitchen light")
+    heard_chatter = [("Could you believe it", -0.3)]
+    assert (
+        commands_found(said, tokenizer, grammar, heard_chatter, hassil, openings=True).commands
+        == []
+    )
+    heard_slip = [("Could you turn on the kitten light", -0.3)]
+    found = commands_found(said, tokenizer, grammar, heard_slip, hassil, openings=True)
+    assert found.commands[:1] == ["Could you turn on the kitchen light"]
+
+
+# -- on real speech (espeak-ng, tiny.en, CTranslate2): the slips are what the model writes ------
+
+
+@pytest.fixture(scope="module")
+def engines(hassil):
+    from home_stages import App, loaded
+    from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
+
+    def engine(openings: bool) -> WhisperCt2Asr:
+        return WhisperCt2Asr(
+            WhisperCt2Options(recognition={"search_openings": openings}), App(hassil)
+        )
+
+    with loaded({"plain": engine(False), "openings": engine(True)}) as made:
+        yield made
+
+
+def meaning(hassil, text: str):
+    intent = hassil.recognize(text)
+    return None if intent is None else (intent.name, intent.data["entities"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("spoken", "voice", "wpm", "wanted"),
+    [  # what the search heard without openings:
+        ("could you turn off the lights in the bedroom", "en-029", 160,
+         ("HassTurnOff", ["light.bedside_lamp"])),  # "Could you talk of the lights in the bedroom?"
+        ("would you lock the front door", "en-gb-scotland", 185,
+         ("HassTurnOn", ["lock.front_door"])),  # "unlock the front door": the opposite
+    ],
+)  # fmt: skip
+def test_a_command_said_after_could_you_is_heard_with_it(
+    engines, hassil, spoken, voice, wpm, wanted
+):
+    from speech import espeak
+
+    audio = espeak(spoken, voice, wpm)
+    before = engines["plain"].transcribe(audio)
+    assert meaning(hassil, before.text) != wanted, before.text  # the slip is real
+    after = engines["openings"].transcribe(audio)
+    assert meaning(hassil, after.text) == wanted, after.data
+    assert after.text in after.data["rescored"]["constrained"]  # the search found it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "chatter",
+    [
+        "could you believe how cold the kitchen was",
+        "um, I think the front door needs paint",
+        "please tell me the bedroom lamp is not broken again",
+    ],
+)
+def test_chatter_that_opens_like_a_request_stays_free_text(engines, hassil, chatter):
+    from speech import espeak
+
+    transcript = engines["openings"].transcribe(espeak(chatter, "en-us", 160))
+    assert transcript.text
+    assert hassil.recognize(transcript.text) is None, transcript.text
