@@ -96,6 +96,16 @@ def test_a_found_sentence_is_grounded_by_its_own_words_not_its_opening(hassil, t
     assert found.commands[:1] == ["Could you turn on the kitchen light"]
 
 
+def test_an_opening_no_reading_grounds_is_left_off_the_sentence(hassil, tokenizer, grammar):
+    """A phrase of skip words takes any first words: the chatter "I bought a new sonoff plug
+    for the garage", heard "I'm all to new son of blood from the garage", was found as "I'd
+    like you to turn off the light in the garage"."""
+    said = saying(tokenizer, "I'd like you to turn on the kitchen light")
+    heard = [("I'm all to new on the kitten light", -0.3)]
+    found = commands_found(said, tokenizer, grammar, heard, hassil, openings=True)
+    assert found.commands[:1] == ["turn on the kitchen light"]
+
+
 # -- on real speech (espeak-ng, tiny.en, CTranslate2): the slips are what the model writes ------
 
 

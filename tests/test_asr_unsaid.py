@@ -51,6 +51,17 @@ def test_the_homes_skip_words_are_not_counted():
     assert unsaid_edges(heard, "turn on the kitchen lights") == "okay could you please just"
 
 
+def test_a_commands_own_opening_phrase_says_nothing_of_the_reading():
+    """The constrained search may open a sentence with skip words; lined up by them, "I'd
+    like you to tell me the time" covered a reading of "turn the brightness in our Yurt to
+    minimum" (an espeak-ng voice, fresh seed 31284)."""
+    heard = "Talk the right to the sea, how that you ought to be the moon."
+    found = "I'd like you to tell me the time"
+    assert unsaid_edges(heard, found, FILLER_WORDS) == "talk right to sea how that you ought"
+    opened = ("Could you switch off in a Christmas tree?", "Can you switch off the Christmas tree")
+    assert unsaid_edges(*opened, FILLER_WORDS) == ""
+
+
 def test_a_rescored_command_that_leaves_heard_words_unsaid_is_refused():
     """1.76 below the reading: within the score's limit, which cannot tell."""
     scores = {

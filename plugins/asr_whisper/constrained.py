@@ -491,13 +491,28 @@ def _said(
     """The found sentences the audio ends after (END_FLOOR) and a reading grounds: by a word
     in common, or, for a language without spaces whose grammar hears sounds (``sounds_of``),
     by syllables in common (Whisper writes Mandarin it hears badly with other characters of
-    the same sound)."""
-    ended = [c for c in found if c.end_logprob >= END_FLOOR]
+    the same sound). An opening phrase a reading does not ground is left off: the audio's
+    first words were heard as something else, and a phrase of the home's skip words takes
+    any of them ("I'd like you to turn off the light in the garage" for the chatter "I
+    bought a new sonoff plug for the garage", heard "I'm all to new son of blood from the
+    garage")."""
     sounds = getattr(rescorer, "sounds_of", None)
     if grammar.spaced or not callable(sounds):
-        return [c.text for c in ended if grounded(c.sentence, readings)]
-    heard = [sounds(text) for text in readings]
-    return [c.text for c in ended if grounded_by_sound(sounds(c.sentence), heard)]
+
+        def heard_in(text: str) -> bool:
+            return grounded(text, readings)
+    else:
+        heard = [sounds(text) for text in readings]
+
+        def heard_in(text: str) -> bool:
+            return grounded_by_sound(sounds(text), heard)
+
+    said = [
+        c.text if not c.opening or heard_in(c.opening) else c.sentence
+        for c in found
+        if c.end_logprob >= END_FLOOR and heard_in(c.sentence)
+    ]
+    return list(dict.fromkeys(said))
 
 
 GROUNDING_LETTERS = 3

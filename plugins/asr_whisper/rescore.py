@@ -311,11 +311,13 @@ def unsaid_edges(heard: str, text: str, skip: Collection[str] = ()) -> str:
     """What the reading ``heard`` says before or after all that the sentence ``text`` says
     of it, when that is more than EDGE_UNSAID letters ("" otherwise): lined up by letters
     (a misheard command is respelled, "let's tramp on the solar" for "next track on the
-    sonos", not cut short), the reading's ``skip`` words left out, a repeat of what the
+    sonos", not cut short), the ``skip`` words left out of both (an opening phrase says
+    nothing of the reading: "I'd like you to tell me the time" lined up "Talk the right to
+    the sea, how that you ought to be the moon." by its opening), a repeat of what the
     command covers (a decoder's loop) not counted. The forced score of a sentence counts
     only its own tokens: it does not see audio the sentence leaves unsaid."""
     said = _without(_letter_words(heard), skip)
-    wanted = "".join(_letter_words(text))
+    wanted = "".join(_without(_letter_words(text), skip))
     letters = "".join(said)
     matcher = difflib.SequenceMatcher(None, letters, wanted, autojunk=False)
     anchors = [b for b in matcher.get_matching_blocks() if b.size >= ANCHOR_LETTERS]
