@@ -134,8 +134,8 @@ def meaning(hassil, text: str):
     [  # what the search heard without openings:
         ("could you turn off the lights in the bedroom", "en-029", 160,
          ("HassTurnOff", ["light.bedside_lamp"])),  # "Could you talk of the lights in the bedroom?"
-        ("would you lock the front door", "en-gb-scotland", 185,
-         ("HassTurnOn", ["lock.front_door"])),  # "unlock the front door": the opposite
+        ("would you lock the front door", "en-us", 185,
+         ("HassTurnOn", ["lock.front_door"])),  # "What is the front door": another intent
     ],
 )  # fmt: skip
 def test_a_command_said_after_could_you_is_heard_with_it(

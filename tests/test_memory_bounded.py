@@ -91,11 +91,13 @@ def test_the_constrained_search_has_its_whole_grammar_once_the_engine_has_loaded
         assert grammar is not None
         following = hassil.graph.following
         successors = {frozenset(following.get(w, ())) - {END, ANY} for w in (START, *following)}
-        assert set(grammar._tries) == successors  # every word's trie, before any utterance
+        built = set(grammar._tries)
+        assert successors <= built  # every word's trie, before any utterance
+        assert grammar.start(True) is grammar._tries[grammar.starts]  # and the openings'
         # speech nothing matches goes through the search (measured: "Talk after I've seen
         # the bedroom."), which adds nothing to it
         transcript = engine.transcribe(espeak("turn off the lights in the bedroom", "en-029", 185))
         assert "constrained" in transcript.data["rescored"], transcript.data
-        assert set(grammar._tries) == successors
+        assert set(grammar._tries) == built
     finally:
         engine.close()
