@@ -151,3 +151,32 @@ def listen(
 def steps(decision: dict[str, Any]) -> list[str]:
     """The steps a decision record says ran, in order."""
     return [step["step"] for step in decision["steps"]]
+
+
+def bundled_tokenizer(model: str, language: str) -> Any:
+    """The real tokenizer of a bundled Whisper model (``tiny.en``, ``base``) in ``language``."""
+    import tokenizers
+    from faster_whisper.tokenizer import Tokenizer
+    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
+
+    path = bundled_ct2_dir(model) / "tokenizer.json"
+    multilingual = not model.endswith(".en")
+    return Tokenizer(
+        tokenizers.Tokenizer.from_file(str(path)), multilingual, "transcribe", language
+    )
+
+
+def saying(tokens: list[int], vocabulary: int) -> Any:
+    """Next-token log-probabilities (``Decoder.next_logprobs``' steps) that say ``tokens``
+    and give every other token -8."""
+
+    def steps(prompt: list[int], prefixes: list[tuple[int, ...]]) -> list[np.ndarray]:
+        rows = []
+        for prefix in prefixes:
+            row = np.full(vocabulary + 2000, -8.0, dtype=np.float32)
+            if len(prefix) < len(tokens) and list(prefix) == tokens[: len(prefix)]:
+                row[tokens[len(prefix)]] = -0.1
+            rows.append(row)
+        return rows
+
+    return steps

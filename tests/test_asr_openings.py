@@ -6,8 +6,9 @@ is a table of next-token log-probabilities (the design's fake Decoder)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
+import table_decoder
+from table_decoder import bundled_tokenizer
 from voiced_plugins.asr_whisper.constrained import (
     TokenGrammar,
     commands_found,
@@ -17,12 +18,7 @@ from voiced_plugins.asr_whisper.constrained import (
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    import tokenizers
-    from faster_whisper.tokenizer import Tokenizer
-    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
-
-    path = bundled_ct2_dir("tiny.en") / "tokenizer.json"
-    return Tokenizer(tokenizers.Tokenizer.from_file(str(path)), False, "transcribe", "en")
+    return bundled_tokenizer("tiny.en", "en")
 
 
 @pytest.fixture(scope="module")
@@ -42,18 +38,7 @@ def saying(tokenizer, said: str):
     """Next-token log-probabilities that say ``said`` (then its end) and give every other
     token -8."""
     wanted = [*tokenizer.encode(" " + said), tokenizer.eot]
-    size = tokenizer.tokenizer.get_vocab_size()
-
-    def steps(prompt, prefixes):
-        rows = []
-        for prefix in prefixes:
-            row = np.full(size + 2000, -8.0, dtype=np.float32)
-            if len(prefix) < len(wanted) and list(prefix) == wanted[: len(prefix)]:
-                row[wanted[len(prefix)]] = -0.1
-            rows.append(row)
-        return rows
-
-    return steps
+    return table_decoder.saying(wanted, tokenizer.tokenizer.get_vocab_size())
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
+from table_decoder import bundled_tokenizer, saying
 from voiced_plugins.asr_whisper.constrained import (
     START,
     TokenGrammar,
@@ -28,12 +28,7 @@ def stage() -> HassilIntent:
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    import tokenizers
-    from faster_whisper.tokenizer import Tokenizer
-    from voiced_plugins.asr_whisper.models import bundled_ct2_dir
-
-    path = bundled_ct2_dir("base") / "tokenizer.json"
-    return Tokenizer(tokenizers.Tokenizer.from_file(str(path)), True, "transcribe", "zh")
+    return bundled_tokenizer("base", "zh")
 
 
 @pytest.fixture(scope="module")
@@ -78,18 +73,7 @@ def table_decoder(tokenizer, said: str):
     """Next-token log-probabilities that say ``said`` (its words' tokens as the grammar
     spells them) and give every other token -8."""
     wanted = [t for word in said.split() for t in tokenizer.encode(word)] + [tokenizer.eot]
-    size = tokenizer.tokenizer.get_vocab_size()
-
-    def steps(prompt, prefixes):
-        rows = []
-        for prefix in prefixes:
-            row = np.full(size + 2000, -8.0, dtype=np.float32)
-            if len(prefix) < len(wanted) and list(prefix) == wanted[: len(prefix)]:
-                row[wanted[len(prefix)]] = -0.1
-            rows.append(row)
-        return rows
-
-    return steps
+    return saying(wanted, tokenizer.tokenizer.get_vocab_size())
 
 
 @pytest.mark.parametrize("said", ["关闭 卧室 的 灯", "打开 咖啡机", "现在 几点 了"])
