@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import table_decoder
-from table_decoder import bundled_tokenizer
+from table_decoder import bundled_tokenizer, token_grammar
 from voiced_plugins.asr_whisper.constrained import (
     TokenGrammar,
     commands_found,
@@ -23,15 +23,7 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def grammar(hassil, tokenizer) -> TokenGrammar:
-    graph = hassil.command_graph()
-    return TokenGrammar(
-        graph.following,
-        graph.numbers.words,
-        tokenizer,
-        graph.templates,
-        graph.spaced,
-        hassil.skip_words(),
-    )
+    return token_grammar(hassil, tokenizer)
 
 
 def saying(tokenizer, said: str):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from table_decoder import bundled_tokenizer, saying
+from table_decoder import bundled_tokenizer, saying, token_grammar
 from voiced_plugins.asr_whisper.constrained import (
     START,
     TokenGrammar,
@@ -33,25 +33,14 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def grammar(stage, tokenizer) -> TokenGrammar:
-    graph = stage.command_graph()
-    return TokenGrammar(
-        graph.following, graph.numbers.words, tokenizer, graph.templates, graph.spaced
-    )
+    """The grammar's own script only, no openings."""
+    return token_grammar(stage, tokenizer, openings=False, written=False)
 
 
 @pytest.fixture(scope="module")
 def both_scripts(stage, tokenizer) -> TokenGrammar:
     """The grammar as the engine builds it: the words in the other script too."""
-    graph = stage.command_graph()
-    return TokenGrammar(
-        graph.following,
-        graph.numbers.words,
-        tokenizer,
-        graph.templates,
-        graph.spaced,
-        stage.skip_words(),
-        stage.written_forms,
-    )
+    return token_grammar(stage, tokenizer)
 
 
 def test_a_mandarin_home_has_a_word_graph_of_its_template_words(stage):
