@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from voiced.api.recognition import NextLogprobs
+from voiced.api.recognition import NextLogprobs, has
 
 from .common import WORD
 
@@ -210,7 +210,7 @@ class _Beam:
     comma: bool = False
     pairs: frozenset[tuple[str, str]] = frozenset()  # word pairs said: none twice (no loops)
     said: int = -1  # the templates (bits) that say every word pair so far: one sentence's words
-    words: tuple[str, ...] = ()  # the whole words so far, as the graph spells them
+    words: tuple[str, ...] = ()  # the sentence's whole words so far, as the graph spells them
     opened: int = 0  # tokens of the opening phrase ("Could you") before the sentence
 
 
@@ -221,11 +221,14 @@ class Constrained:
     text: str
     avg_logprob: float
     end_logprob: float = 0.0  # of its end ("." "?" "!" or end of text) after its last word
-    sentence: str = ""
-    """The text after its opening phrase ("turn on the light" of "Could you turn on the
-    light"); the whole text where none opens it."""
     opening: str = ""
     """The opening phrase as written ("Could you"), or ""."""
+
+    @property
+    def sentence(self) -> str:
+        """The text after its opening phrase ("turn on the light" of "Could you turn on the
+        light"); the whole text where none opens it."""
+        return self.text[len(self.opening) :].strip(_AFTER_OPENING) if self.opening else self.text
 
 
 def constrained_decode(
@@ -266,9 +269,8 @@ def constrained_decode(
     found: dict[str, Constrained] = {}  # the best spelling of each sentence, opened or not
     for tokens, (mean, ending, opened) in sorted(search.done.items(), key=lambda kv: -kv[1][0]):
         opening = tokenizer.decode(list(tokens[:opened])).strip()
-        sentence = tokenizer.decode(list(tokens[opened:])).strip(_AFTER_OPENING)
-        text = tokenizer.decode(list(tokens)).strip()
-        found.setdefault(sentence.casefold(), Constrained(text, mean, ending, sentence, opening))
+        said = Constrained(tokenizer.decode(list(tokens)).strip(), mean, ending, opening)
+        found.setdefault(said.sentence.casefold(), said)
     return list(found.values())[:results]
 
 
@@ -300,8 +302,7 @@ class _Search:
                 continue
             # one beam per reading: "What is" and "what is" are one hypothesis, not two, and
             # so are "So, lower the" and "lower the" (else openings crowd other readings out)
-            opening = self.grammar.opening
-            key = (tuple(w for w in new.words if w not in opening), id(node), comma)
+            key = (new.words, id(node), comma)
             if key not in grown or grown[key].logprob < new.logprob:
                 grown[key] = new
 
@@ -335,8 +336,9 @@ class _Search:
         logprob = b.logprob + float(row[token])
         if step >= PRUNE_AFTER and logprob / (step + 1) < self.floor:
             return None  # far below what Whisper heard freely: chatter, stop early
-        words = (*b.words, word) if ended else b.words
-        opened = len(b.tokens) if ended and word in self.grammar.opening else b.opened
+        opens = ended and word in self.grammar.opening  # an opening word: no sentence word
+        words = (*b.words, word) if ended and not opens else b.words
+        opened = len(b.tokens) if opens else b.opened
         return _Beam((*b.tokens, token), logprob, word, node, comma, pairs, said, words, opened)
 
 
@@ -384,7 +386,7 @@ class GrammarCache:
             tokenizer,
             getattr(graph, "templates", None),
             getattr(graph, "spaced", True),
-            _skip_words(checker),
+            skip_words_of(checker),
             getattr(checker, "written_forms", None),
         )
         grammar.build_all()
@@ -395,10 +397,9 @@ class GrammarCache:
         return grammar
 
 
-def _skip_words(checker: Any) -> tuple[str, ...]:
+def skip_words_of(home: Any) -> tuple[str, ...]:
     """The home's words that mean nothing around a command (``skip_words``), if it says."""
-    skip = getattr(checker, "skip_words", None)
-    return tuple(skip()) if callable(skip) else ()
+    return tuple(home.skip_words()) if has(home, "skip_words") else ()
 
 
 class WithConstrained:

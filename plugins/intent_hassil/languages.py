@@ -97,8 +97,8 @@ def prepare(text: str, language: str) -> str:
     without the full stop Whisper ends it with."""
     if primary(language) != "zh":
         return text
-    converter = _converter("t2s" if language in _SIMPLIFIED else "s2t")
-    if converter is not None and (language in _SIMPLIFIED or language in _TRADITIONAL):
+    converter = _script(language, into_grammar=True)
+    if converter is not None:
         text = converter.convert(text)
     return _FULL_STOPS.sub("", text)
 
@@ -106,7 +106,14 @@ def prepare(text: str, language: str) -> str:
 def other_script(text: str, language: str) -> str:
     """``text`` of the grammar of ``language`` as Whisper may write it in the other Chinese
     script ("厨房" -> "廚房" for zh-CN); ``text`` itself in other languages or without OpenCC."""
-    if language not in _SIMPLIFIED and language not in _TRADITIONAL:
-        return text
-    converter = _converter("s2t" if language in _SIMPLIFIED else "t2s")
+    converter = _script(language, into_grammar=False)
     return text if converter is None else converter.convert(text)
+
+
+def _script(language: str, into_grammar: bool) -> Any:
+    """OpenCC converting Chinese into the script of ``language``'s grammar (or out of it);
+    None for a language without one, or without OpenCC."""
+    if language not in _SIMPLIFIED and language not in _TRADITIONAL:
+        return None
+    simplified = language in _SIMPLIFIED
+    return _converter("t2s" if simplified == into_grammar else "s2t")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from voiced.api.recognition import Hypothesis, NextLogprobs, has
+from voiced.api.recognition import Hypothesis, NextLogprobs
 
-from ..constrained import WithConstrained, commands_found
+from ..constrained import WithConstrained, commands_found, skip_words_of
 from ..rescore import DROP_CHARACTERS, DROP_FULL, pick_rescored, surface_forms
 from .state import Listening, Utterance, Window
 
@@ -62,7 +62,7 @@ def rescore(
     search(u, s, window, free)
     texts = [h.text for h in heard]
     readings = [*texts, *(h.text for h in free)]
-    skip = u.home.skip_words() if has(u.home, "skip_words") else ()
+    skip = skip_words_of(u.home)
     opening = skip if opts.search_openings else ()
     forms = surface_forms(readings, opening) if opts.rescore_forms else None
     drop = min(opts.rescore_drop, DROP_CHARACTERS) if u.in_characters else opts.rescore_drop

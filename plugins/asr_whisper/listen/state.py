@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from voiced.api.languages import counts_characters
+from voiced.api.languages import counts_characters, primary
 from voiced.api.recognition import Decision, Decode, Decoder, HomeGrammar, Hypothesis
 
 from ..common import SAMPLE_RATE
@@ -81,7 +81,7 @@ class Utterance:
     def lean(self) -> bool:
         """Whether the home steps may go without the fallback's samples of an improbable
         decode and the retry of a sure one in this language (``LEAN_LANGUAGES``)."""
-        return (self.language or "en").split("-")[0] in LEAN_LANGUAGES
+        return primary(self.language or "en") in LEAN_LANGUAGES
 
     @property
     def in_characters(self) -> bool:
