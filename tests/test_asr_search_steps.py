@@ -59,8 +59,10 @@ def grown(engine, steps, words: str, width: int = 6):
     return prompt, asked
 
 
-def test_the_steps_give_ctranslate2s_own_logprobs(float32_engine, window):
-    decoder = StepDecoder.of_model(resolve_ct2("bundled:tiny.en")[0])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_steps_give_ctranslate2s_own_logprobs(float32_engine, window, threads):
+    """On one thread or the vocabulary's logits in parts on several (3: parts of unequal size)."""
+    decoder = StepDecoder.of_model(resolve_ct2("bundled:tiny.en")[0], threads)
     steps = decoder.steps(np.asarray(window))
     reference = next_logprobs(float32_engine._model.model, window)
     prompt, asked = grown(float32_engine, steps, "Set the kitchen light to 40 percent.")
@@ -71,6 +73,7 @@ def test_the_steps_give_ctranslate2s_own_logprobs(float32_engine, window):
             likely = expected > LIKELY
             assert np.abs(row[likely] - expected[likely]).max() < 2e-3
             assert int(np.argmax(row)) == int(np.argmax(expected))
+    decoder.close()
 
 
 def test_teacher_forced_scores_are_ctranslate2s_align(float32_engine, window):

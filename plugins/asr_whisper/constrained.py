@@ -21,7 +21,9 @@ prefix (``Decoder.next_logprobs``: ct2_scoring.py on CTranslate2).
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
+import math
 import re
 import threading
 from collections import OrderedDict
@@ -263,8 +265,11 @@ def constrained_decode(
         if step == 0 and first is not None:
             first.append(rows[0])
         grown: dict[tuple[Any, ...], _Beam] = {}
+        bar = -math.inf
         for b, row in zip(beams, rows, strict=True):
-            search.grow(b, row, step, grown)
+            search.grow(b, row, step, grown, bar)
+            if len(grown) >= beam:
+                bar = heapq.nlargest(beam, (g.logprob for g in grown.values()))[-1]
         beams = sorted(grown.values(), key=lambda b: -b.logprob)[:beam]
     found: dict[str, Constrained] = {}  # the best spelling of each sentence, opened or not
     for tokens, (mean, ending, opened) in sorted(search.done.items(), key=lambda kv: -kv[1][0]):
@@ -286,11 +291,19 @@ class _Search:
     """Finished sentences' tokens -> (mean, end) log-probability and opening words."""
 
     def grow(
-        self, b: _Beam, row: np.ndarray, step: int, grown: dict[tuple[Any, ...], _Beam]
+        self,
+        b: _Beam,
+        row: np.ndarray,
+        step: int,
+        grown: dict[tuple[Any, ...], _Beam],
+        bar: float = -math.inf,
     ) -> None:
         """Every reading one token longer than ``b`` into ``grown`` (the best per reading),
-        and ``b`` ended into ``done`` where the grammar lets it end."""
+        and ``b`` ended into ``done`` where the grammar lets it end; ``bar``: the least
+        log-probability of the beam's readings grown so far (one below it can't be kept)."""
         for token, word, node, comma, ended in _steps(b, self.grammar):
+            if token is not None and b.logprob + float(row[token]) < bar:
+                continue
             said = self.fits(b.said, b.word, word) if ended else b.said
             if not said:  # no one template says these words together: "what is the next"
                 continue

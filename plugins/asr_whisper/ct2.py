@@ -100,7 +100,8 @@ class WhisperCt2Asr:
         log.info("%s: %s on %s (%s)", self.name, opts.model, self.device, choice.reason)
         if self.device == "cpu" and opts.recognition.searches:
             folder = _model_dir(source, local, opts.download_root)
-            self._steps = StepDecoder.of_model(folder) if folder is not None else None
+            threads = opts.cpu_threads or min(4, len(os.sched_getaffinity(0)))
+            self._steps = StepDecoder.of_model(folder, threads) if folder is not None else None
         if opts.warmup:
             self._decode(np.zeros(SAMPLE_RATE, dtype=np.float32) + 1e-3, None, WARMUP)
         self.homes.build(self.options)
@@ -112,6 +113,8 @@ class WhisperCt2Asr:
 
     def close(self) -> None:
         self._model = None
+        if self._steps is not None:
+            self._steps.close()
         self._steps = None
         self._tokenizers.clear()
 

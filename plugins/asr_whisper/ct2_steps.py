@@ -15,10 +15,14 @@ engine then keeps CTranslate2's ``generate`` (ct2_scoring.py).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +33,9 @@ from .convert import ConversionError, ct2_to_state_dict, read_ct2_model
 log = logging.getLogger(__name__)
 
 SQRT_HALF = 0.5**0.5
+EXP_FLOOR = -80.0
+"""Least exponent of a softmax's exponentials (exp(-80) ≈ 2e-35; float32's least normal
+number is exp(-87.3))."""
 FLOOR = math.log(1e-9)
 """The least log-probability a token of a scored sentence counts with (CTranslate2's)."""
 
@@ -53,7 +60,7 @@ class _Layer:
 class StepDecoder:
     """A Whisper decoder's weights, for ``steps`` over one window's encoding."""
 
-    def __init__(self, state: dict[str, np.ndarray], heads: int) -> None:
+    def __init__(self, state: dict[str, np.ndarray], heads: int, threads: int = 1) -> None:
         def w(name: str) -> np.ndarray:
             return np.ascontiguousarray(state[name].astype(np.float32))
 
@@ -66,13 +73,18 @@ class StepDecoder:
         from threadpoolctl import ThreadpoolController
 
         self.blas = ThreadpoolController()
-        """Kept to one thread a step: a step's matrices are small, and BLAS threads spinning
-        beside CTranslate2's on a busy machine cost more than they give."""
+        """One BLAS thread a step: a step's matrices are small, and BLAS threads spinning
+        beside CTranslate2's on a busy machine cost more than they give (the vocabulary's
+        logits take threads of their own, ``_Vocabulary``)."""
         self.heads = heads
-        self.embed = w("model.decoder.embed_tokens.weight")
+        self.width = state["model.decoder.embed_tokens.weight"].shape[1]
+        tied = "proj_out.weight" not in state
+        self.output = _Vocabulary(
+            w("model.decoder.embed_tokens.weight" if tied else "proj_out.weight"), threads
+        )
+        self.embed = None if tied else w("model.decoder.embed_tokens.weight")
+        """The token embeddings where they are not the vocabulary's projection (Whisper's are)."""
         self.positions = w("model.decoder.embed_positions.weight")
-        self.output = (w("proj_out.weight") if "proj_out.weight" in state else self.embed).T
-        """The vocabulary's projection (the embeddings, tied), a view: ``x @ output``."""
         self.norm = norm("model.decoder.layer_norm")
         self.layers = []
         i = 0
@@ -106,9 +118,10 @@ class StepDecoder:
             i += 1
 
     @classmethod
-    def of_model(cls, model_dir: str | Path) -> StepDecoder | None:
-        """The decoder of the CTranslate2 model in ``model_dir``; None (said at INFO) when it
-        stores no float weights (an int8 conversion) or is no Whisper model."""
+    def of_model(cls, model_dir: str | Path, threads: int = 1) -> StepDecoder | None:
+        """The decoder of the CTranslate2 model in ``model_dir``, its vocabulary's logits on
+        ``threads`` threads; None (said at INFO) when it stores no float weights (an int8
+        conversion) or is no Whisper model."""
         try:
             model = read_ct2_model(Path(model_dir) / "model.bin")
             state, dims = ct2_to_state_dict(model)
@@ -116,7 +129,15 @@ class StepDecoder:
             log.info("the home's search steps on CTranslate2's generate: %s", exc)
             return None
         decoder = {k: v for k, v in state.items() if not k.startswith("model.encoder.")}
-        return cls(decoder, dims["decoder_attention_heads"])
+        return cls(decoder, dims["decoder_attention_heads"], threads)
+
+    def embedded(self, tokens: list[int]) -> np.ndarray:
+        """The embeddings of ``tokens`` (len x d)."""
+        return self.output.columns[:, tokens].T if self.embed is None else self.embed[tokens]
+
+    def close(self) -> None:
+        """Stop the vocabulary's threads."""
+        self.output.close()
 
     def steps(self, encoded: np.ndarray) -> NextLogprobs:
         """The next-token steps in one window (``encoded``: the encoder's output, 1 x T x d)."""
@@ -157,23 +178,25 @@ class _Steps:
 
     def __call__(self, prompt: list[int], prefixes: list[tuple[int, ...]]) -> list[np.ndarray]:
         """The log-probabilities of the token after each prefix, over the whole vocabulary."""
-        return list(_log_softmax(self.logits(prompt, prefixes)))
+        with self.d.blas.limit(limits=1, user_api="blas"):
+            return list(self.d.output.log_softmax(self._hidden(prompt, prefixes)))
 
     def logits(self, prompt: list[int], prefixes: list[tuple[int, ...]]) -> np.ndarray:
         """The logits of the token after each prefix (prefixes x vocabulary)."""
         with self.d.blas.limit(limits=1, user_api="blas"):
-            return self._logits(prompt, prefixes)
+            return self.d.output.logits(self._hidden(prompt, prefixes))
 
-    def _logits(self, prompt: list[int], prefixes: list[tuple[int, ...]]) -> np.ndarray:
+    def _hidden(self, prompt: list[int], prefixes: list[tuple[int, ...]]) -> np.ndarray:
+        """The decoder's last hidden state after each prefix (prefixes x d)."""
         if tuple(prompt) != self.prompt:
             self.prompt, self.said = tuple(prompt), {}
         full = [(*prompt, *p) for p in prefixes]
         for sequence in full:  # a reading whose parent was not the last step's: from the start
             if sequence[:-1] not in self.said:
                 self._read(sequence[:-1])
-        logits = self._step([s[:-1] for s in full], [s[-1] for s in full])
+        hidden = self._step([s[:-1] for s in full], [s[-1] for s in full])
         self.said = {s: self.said[s] for s in full}  # the next step grows these
-        return logits
+        return hidden
 
     def _read(self, sequence: tuple[int, ...]) -> None:
         """The keys and values of ``sequence`` said token by token from the empty one."""
@@ -183,7 +206,7 @@ class _Steps:
                 self._step([sequence[: n - 1]], [sequence[n - 1]])
 
     def _empty(self) -> np.ndarray:
-        width = self.d.embed.shape[1] // self.d.heads
+        width = self.d.width // self.d.heads
         return np.zeros((self.d.heads, 0, width), dtype=np.float32)
 
     def _split(self, x: np.ndarray, parts: int) -> list[np.ndarray]:
@@ -195,10 +218,10 @@ class _Steps:
         ]
 
     def _step(self, parents: list[tuple[int, ...]], tokens: list[int]) -> np.ndarray:
-        """Each parent said and one token more: the logits after it (B x vocab); the new
+        """Each parent said and one token more: the hidden state after it (B x d); the new
         readings' keys and values are kept under ``parent + (token,)``."""
         d = self.d
-        x = d.embed[tokens] + d.positions[[len(p) for p in parents]]  # each at its own place
+        x = d.embedded(tokens) + d.positions[[len(p) for p in parents]]  # each at its place
         grown: list[list[tuple[np.ndarray, np.ndarray]]] = [[] for _ in parents]
         for i, layer in enumerate(d.layers):
             cache = [self.said[p][i] for p in parents]
@@ -208,7 +231,7 @@ class _Steps:
             x = x + _gelu(h @ layer.fc1[0] + layer.fc1[1]) @ layer.fc2[0] + layer.fc2[1]
         for parent, token, kv in zip(parents, tokens, grown, strict=True):
             self.said[(*parent, token)] = kv
-        return _norm(x, d.norm) @ d.output
+        return _norm(x, d.norm)
 
     def _self_attention(
         self,
@@ -238,16 +261,81 @@ class _Steps:
         return out.transpose(1, 0, 2).reshape(b, -1) @ layer.cross_out[0] + layer.cross_out[1]
 
 
+class _Vocabulary:
+    """The vocabulary's projection (the embeddings, tied; vocabulary x d), most of a step's
+    time: on several threads, each its own rows and one BLAS thread. Not BLAS's own threads,
+    which spin while they wait: beside another busy process they cost twice what they give,
+    where a thread here that waits sleeps."""
+
+    def __init__(self, weights: np.ndarray, threads: int) -> None:
+        self.columns = np.ascontiguousarray(weights.T)
+        """d x vocabulary: ``x @ columns`` (a product with the rows' transpose takes 1.6x)."""
+        size = self.columns.shape[1]
+        bounds = np.linspace(0, size, max(1, threads) + 1).astype(int)
+        self.parts = [(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+        self.pool = ThreadPoolExecutor(len(self.parts)) if len(self.parts) > 1 else None
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """``x @ columns`` (B x vocabulary)."""
+        out = np.empty((x.shape[0], self.columns.shape[1]), dtype=np.float32)
+
+        def part(bounds: tuple[int, int]) -> None:
+            a, b = bounds
+            np.matmul(x, self.columns[:, a:b], out=out[:, a:b])
+
+        self._each(part)
+        return out
+
+    def log_softmax(self, x: np.ndarray) -> np.ndarray:
+        """The log-probabilities over the vocabulary after ``x`` (B x vocabulary): each
+        thread its rows' logits, their largest and the sum of their exponentials."""
+        out = np.empty((x.shape[0], self.columns.shape[1]), dtype=np.float32)
+
+        def part(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+            a, b = bounds
+            logits = np.matmul(x, self.columns[:, a:b], out=out[:, a:b])
+            top = logits.max(axis=1, keepdims=True)
+            return top, _exp(np.subtract(logits, top)).sum(axis=1, keepdims=True)
+
+        tops, sums = (np.concatenate(c, axis=1) for c in zip(*self._each(part), strict=True))
+        top = tops.max(axis=1, keepdims=True)
+        total = top + np.log((sums * np.exp(tops - top)).sum(axis=1, keepdims=True))
+
+        def normalize(bounds: tuple[int, int]) -> None:
+            a, b = bounds
+            np.subtract(out[:, a:b], total, out=out[:, a:b])
+
+        self._each(normalize)
+        return out
+
+    def _each(self, part: Callable[[tuple[int, int]], Any]) -> list[Any]:
+        if self.pool is None:
+            return [part(bounds) for bounds in self.parts]
+        return list(self.pool.map(part, self.parts))
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=False)
+
+
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    top = logits.max(axis=1, keepdims=True)
-    return logits - top - np.log(np.exp(logits - top).sum(axis=1, keepdims=True))
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    return shifted - np.log(_exp(shifted.copy()).sum(axis=1, keepdims=True))
+
+
+def _exp(shifted: np.ndarray) -> np.ndarray:
+    """``exp`` in place of values at most 0 (each less its row's largest), floored at
+    EXP_FLOOR: what falls below float32's normal numbers costs the CPU ten times as much and
+    counts for nothing beside the largest (1)."""
+    np.maximum(shifted, EXP_FLOOR, out=shifted)
+    return np.exp(shifted, out=shifted)
 
 
 def _attend(q: np.ndarray, keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Scaled dot-product attention per head: q (h, n, w), keys/values (h, t, w)."""
     scores = q @ keys.transpose(0, 2, 1) * (q.shape[-1] ** -0.5)  # a Python float: stays float32
     scores -= scores.max(axis=-1, keepdims=True)
-    weights = np.exp(scores)
+    weights = _exp(scores)
     weights /= weights.sum(axis=-1, keepdims=True)
     return weights @ values
 
