@@ -263,9 +263,9 @@ class _Steps:
 
 class _Vocabulary:
     """The vocabulary's projection (the embeddings, tied; vocabulary x d), most of a step's
-    time: on several threads, each its own rows and one BLAS thread. Not BLAS's own threads,
-    which spin while they wait: beside another busy process they cost twice what they give,
-    where a thread here that waits sleeps."""
+    time: on several threads, each its own columns of the vocabulary and one BLAS thread. Not
+    BLAS's own threads, which spin while they wait: beside another busy process they cost
+    twice what they give, where a thread here that waits sleeps."""
 
     def __init__(self, weights: np.ndarray, threads: int) -> None:
         self.columns = np.ascontiguousarray(weights.T)
@@ -273,7 +273,11 @@ class _Vocabulary:
         size = self.columns.shape[1]
         bounds = np.linspace(0, size, max(1, threads) + 1).astype(int)
         self.parts = [(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
-        self.pool = ThreadPoolExecutor(len(self.parts)) if len(self.parts) > 1 else None
+        self.pool = (
+            ThreadPoolExecutor(len(self.parts), thread_name_prefix="voiced-vocabulary")
+            if len(self.parts) > 1
+            else None
+        )
 
     def logits(self, x: np.ndarray) -> np.ndarray:
         """``x @ columns`` (B x vocabulary)."""
@@ -288,7 +292,7 @@ class _Vocabulary:
 
     def log_softmax(self, x: np.ndarray) -> np.ndarray:
         """The log-probabilities over the vocabulary after ``x`` (B x vocabulary): each
-        thread its rows' logits, their largest and the sum of their exponentials."""
+        thread its columns' logits, their largest and the sum of their exponentials."""
         out = np.empty((x.shape[0], self.columns.shape[1]), dtype=np.float32)
 
         def part(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
