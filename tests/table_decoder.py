@@ -180,20 +180,3 @@ def saying(tokens: list[int], vocabulary: int) -> Any:
         return rows
 
     return steps
-
-
-def token_grammar(stage: Any, tokenizer: Any, openings: bool = True, written: bool = True) -> Any:
-    """The constrained search's grammar of an intent ``stage``'s home, as the engine builds it
-    (its skip words as openings, its words' written forms), or without those."""
-    from voiced_plugins.asr_whisper.constrained import TokenGrammar
-
-    graph = stage.command_graph()
-    return TokenGrammar(
-        graph.following,
-        graph.numbers.words,
-        tokenizer,
-        graph.templates,
-        graph.spaced,
-        stage.skip_words() if openings else (),
-        stage.written_forms if written else None,
-    )

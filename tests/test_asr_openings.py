@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 import table_decoder
-from table_decoder import bundled_tokenizer, token_grammar
+from table_decoder import bundled_tokenizer
 from voiced_plugins.asr_whisper.constrained import (
+    GrammarCache,
     TokenGrammar,
     commands_found,
     constrained_decode,
@@ -23,7 +24,8 @@ def tokenizer():
 
 @pytest.fixture(scope="module")
 def grammar(hassil, tokenizer) -> TokenGrammar:
-    return token_grammar(hassil, tokenizer)
+    """The home's token grammar as the engine builds it (its skip words as openings)."""
+    return GrammarCache().get(hassil, tokenizer)
 
 
 def saying(tokenizer, said: str):

@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from table_decoder import bundled_tokenizer, saying, token_grammar
+from table_decoder import bundled_tokenizer, saying
 from voiced_plugins.asr_whisper.constrained import (
     START,
+    GrammarCache,
     TokenGrammar,
     constrained_decode,
     grounded_by_sound,
@@ -34,13 +35,16 @@ def tokenizer():
 @pytest.fixture(scope="module")
 def grammar(stage, tokenizer) -> TokenGrammar:
     """The grammar's own script only, no openings."""
-    return token_grammar(stage, tokenizer, openings=False, written=False)
+    graph = stage.command_graph()
+    return TokenGrammar(
+        graph.following, graph.numbers.words, tokenizer, graph.templates, graph.spaced
+    )
 
 
 @pytest.fixture(scope="module")
 def both_scripts(stage, tokenizer) -> TokenGrammar:
     """The grammar as the engine builds it: the words in the other script too."""
-    return token_grammar(stage, tokenizer)
+    return GrammarCache().get(stage, tokenizer)
 
 
 def test_a_mandarin_home_has_a_word_graph_of_its_template_words(stage):
