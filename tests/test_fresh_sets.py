@@ -58,6 +58,14 @@ def test_commands_come_from_home_assistants_templates_and_from_how_people_say_th
     assert any(item.get("phrasing", "{}") != "{}" for item in drawn["items"])
 
 
+def test_a_command_is_written_as_it_is_said():
+    # Home Assistant's timer templates write "1/2" for "half"; a voice reads it "one slash two"
+    commands = [i["text"] for i in fresh.draw(31284)["items"] if i["kind"] == "command"]
+    assert "start an 17 and a half minute timer" in commands
+    assert not any("/" in text for text in commands)
+    assert fresh.said_as("timer for 1/2 an hour") == "timer for half an hour"
+
+
 def test_the_conditions_cover_voices_noise_rooms_telephones_and_tempo(drawn):
     spoken = [item for item in drawn["items"] if item["kind"] != "no-speech"]
     engines = {fresh.engine_of(item["voice"]) for item in spoken}
