@@ -339,7 +339,7 @@ def file_record(
 ) -> dict[str, Any]:
     """What budget_curve.py needs of one file: its verdict and time, the steps run, the step
     that decided and the verdict of the free reading (the one kept when that step is cut);
-    the free reading and what the rescoring found, with their scores."""
+    the free reading and what the rescoring found, with their scores (or why it took none)."""
     record: dict[str, Any] = {"file": item["file"], "kind": item["kind"], "verdict": verdict,
                               "ms": round(ms, 1)}  # fmt: skip
     decision = (transcript.data.get("decision") if transcript is not None else None) or {}
@@ -355,6 +355,8 @@ def file_record(
         rescored = transcript.data.get("rescored") or {}
         if "text" in rescored:
             record["rescored"] = {k: rescored[k] for k in ("text", "score", "free_score")}
+        elif "why" in rescored:
+            record["unrescored"] = rescored["why"]
     return record
 
 
