@@ -238,6 +238,20 @@ def test_numbers_in_words_or_digits_are_the_number(stages, language, text, said)
     assert found is not None and said in found.slots.values(), (text, found)
 
 
+@pytest.mark.parametrize(
+    ("text", "intent", "slots"),
+    [("Stehlampe ein", "HassTurnOn", {}), ("Ventilator ein", "HassTurnOn", {}),
+     ("Ventilator auf eins", "HassFanSetSpeed", {"percentage": 1}),
+     ("Stehlampe auf fünfzig", "HassLightSet", {"brightness": 50})],
+)  # fmt: skip
+def test_a_german_ein_after_a_name_switches_it_on_and_is_no_number(stages, text, intent, slots):
+    # Home Assistant's templates read "Stehlampe ein" as "turn it on" and as "brightness 1 %"
+    # alike; hassil's tie-break by the intent's name chose the brightness
+    found = stages["de"].recognize(text)
+    assert found is not None and found.name == intent, (text, found)
+    assert {k: v for k, v in found.slots.items() if k in slots} == slots
+
+
 def test_chinese_numerals_become_digits_only_before_a_unit():
     assert reworded("设置十分钟计时器", "zh-CN") == "设置 10 分钟计时器"
     assert reworded("把空调调到二十二度", "zh-CN") == "把空调调到 22度"

@@ -20,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hassil import Intents, RecognizeResult, merge_dict, recognize_best
+from hassil import Intents, RecognizeResult, merge_dict
 from pydantic import BaseModel, ConfigDict, Field
 from voiced_plugins.intent_hassil import homophones, languages, phonemes, wording
 from voiced_plugins.intent_hassil.home import Home, HomeError, home_from_dict, load_home
 from voiced_plugins.intent_hassil.narrowed import Narrowed
 from voiced_plugins.intent_hassil.normalize import FILLER_WORDS, normalize
+from voiced_plugins.intent_hassil.ranking import best_match
 from voiced_plugins.intent_hassil.repair import MAX_PAIRS, SentenceGraph, choose_repair
 
 from voiced.api.app import RunContext
@@ -391,7 +392,7 @@ class HassilIntent:
 
     def _recognize(self, text: str, intent_context: dict[str, Any]) -> RecognizeResult | None:
         narrowed = self.narrowed
-        return recognize_best(
+        return best_match(
             text,
             self.intents if narrowed is None else narrowed.intents_for(text),
             skip_words=self.skip_words(),
