@@ -32,7 +32,9 @@ def plain(text: str) -> str:
 @dataclass
 class TableDecoder:
     """Decodes by table: ``readings["first"]`` for the first decode, ``["retry"]`` for the
-    prompted one, ``["t0.2"]`` ... for the fallback's samples; teacher-forced scores from
+    prompted one, ``["t0.2"]`` ... for the fallback's samples, ``["full"]`` (if given) for
+    an unprompted decode of the full window; its no-speech probability ``no_speech_prob``,
+    or ``no_speech_in[window]``; teacher-forced scores from
     ``scores`` (by ``plain`` text; ``unknown`` for any other). ``delays``: seconds a call
     (``generate``, ``forced_scores``) takes, to spend an anytime budget; ``loops``: the
     decodes (by key) that loop, and why."""
@@ -41,6 +43,7 @@ class TableDecoder:
     scores: dict[str, float] = field(default_factory=dict)
     unknown: float = -9.0
     no_speech_prob: float = 0.01
+    no_speech_in: dict[int, float] = field(default_factory=dict)
     delays: dict[str, float] = field(default_factory=dict)
     loops: dict[str, str] = field(default_factory=dict)
     calls: list[str] = field(default_factory=list)
@@ -68,12 +71,15 @@ class TableDecoder:
         temperature: float = 0.0,
     ) -> Decode:
         key = "retry" if prompt_text else f"t{temperature}" if temperature else "first"
+        if key == "first" and window == 30 and "full" in self.readings:
+            key = "full"
         self.calls.append(f"generate {key} x{count}")
         self._take("generate")
         found = self.readings.get(key) or self.readings["first"]
         hypotheses = [Hypothesis(text, score) for text, score in found[:count]]
         loop = self.loops.get(key, "")
-        return Decode(hypotheses, self.no_speech_prob, temperature=temperature, loop=loop)
+        no_speech = self.no_speech_in.get(window, self.no_speech_prob)
+        return Decode(hypotheses, no_speech, temperature=temperature, loop=loop)
 
     def forced_scores(
         self, encoded: Any, language: str | None, texts: list[str], frames: int

@@ -51,6 +51,29 @@ def test_a_command_further_below_than_the_margin_is_not_chosen():
     assert transcript.data["hypothesis"]["why"].startswith("no hypothesis within the margin")
 
 
+def test_speech_the_fitted_window_calls_silence_is_read_again_in_the_full_window():
+    # Whisper's no-speech rule was made for its 30 s window: Whisper base gave espeak-ng's
+    # "Welches Datum haben wir heute?" 0.63 in a 5 s window, 0.15 in 30 s
+    table = {"first": [("Milch, Stadium, haben.", -1.3)], "full": [(KITCHEN, -0.8)]}
+    decoder = TableDecoder(table, no_speech_in={5: 0.63, 30: 0.15})
+    transcript, decision = listen(decoder, home())
+    assert transcript.text == KITCHEN and transcript.data["window_s"] == 30
+    assert decision["steps"][0]["outcome"].endswith("speech in the full one")
+
+
+def test_silence_in_both_windows_stays_silence_and_a_sure_silence_is_not_read_again():
+    quiet = TableDecoder({"first": [("Thank you.", -1.3)]}, no_speech_prob=0.7)
+    transcript, _ = listen(quiet, home())
+    assert transcript.text == "" and transcript.data["window_s"] == 5
+    assert quiet.asked("encode 30")
+    sure = TableDecoder({"first": [("Thank you.", -1.3)]}, no_speech_prob=0.95)
+    transcript, _ = listen(sure, home())
+    assert transcript.text == "" and not sure.asked("encode 30")  # above no_speech_reject
+    confident = TableDecoder({"first": [(CHATTER, -0.3)]}, no_speech_prob=0.7)
+    transcript, _ = listen(confident, home(), rescore=False, retry=False)
+    assert transcript.text == CHATTER and not confident.asked("encode 30")
+
+
 # -- the temperature fallback -----------------------------------------------------------------
 
 

@@ -18,11 +18,13 @@ def prompted_retry(u: Utterance, s: Listening) -> str:
     assert u.home is not None
     if sure_chatter(u, s):
         return "not tried: a reading Whisper is sure of, no sentence of this home near it"
-    encoded = u.decoder.encode(u.samples, FULL_WINDOW_S)
-    frames = min(FULL_WINDOW_S * 100, int(u.seconds * 100) + 1)
-    s.windows.setdefault(FULL_WINDOW_S, Window(encoded, FULL_WINDOW_S, frames))
+    full = s.windows.get(FULL_WINDOW_S)
+    if full is None:
+        encoded = u.decoder.encode(u.samples, FULL_WINDOW_S)
+        frames = min(FULL_WINDOW_S * 100, int(u.seconds * 100) + 1)
+        full = s.windows[FULL_WINDOW_S] = Window(encoded, FULL_WINDOW_S, frames)
     s.retried = u.decoder.generate(
-        encoded, u.seconds, FULL_WINDOW_S, u.language, u.home.prompt_words(), u.count
+        full.encoded, u.seconds, FULL_WINDOW_S, u.language, u.home.prompt_words(), u.count
     ).hypotheses
     s.decision.retried = True
     won = pick_retry(s.retried, s.hypotheses, u.home, u.options.recognition.hypothesis_margin)
