@@ -43,8 +43,8 @@ from benchmarks.common import CACHE, ensure_importable
 from benchmarks.testset import RATE, available, pink_noise, speak
 
 VERSION = 1
-SAID_AS = {"1/2": "half"}  # a written form in Home Assistant's templates -> the spoken one
 """Bump when a draw or the rendering changes: every seed's set is then new."""
+SAID_AS = {"1/2": "half"}  # a written form in Home Assistant's templates -> the spoken one
 COMMANDS = 64
 CHATTER = 12
 NO_SPEECH = 4

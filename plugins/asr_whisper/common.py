@@ -133,12 +133,8 @@ def judge(text: str, avg_logprob: float, no_speech_prob: float, options: Whisper
     """
     if not any(ch.isalnum() for ch in text):
         return Verdict(True, "no words")
-    ns, lp, cr = (
-        options.no_speech_threshold,
-        options.log_prob_threshold,
-        options.compression_ratio_threshold,
-    )
-    if ns is not None and no_speech_prob > ns and (lp is None or avg_logprob < lp):
+    ns, cr = options.no_speech_threshold, options.compression_ratio_threshold
+    if silent_by_rule(no_speech_prob, avg_logprob, options):
         return Verdict(
             True, f"no_speech_prob {no_speech_prob:.2f} > {ns}, log-prob {avg_logprob:.2f}"
         )
@@ -147,6 +143,13 @@ def judge(text: str, avg_logprob: float, no_speech_prob: float, options: Whisper
     if cr is not None and compression_ratio(text) > cr:
         return Verdict(True, f"compression ratio {compression_ratio(text):.2f} > {cr}")
     return Verdict(False)
+
+
+def silent_by_rule(no_speech_prob: float, avg_logprob: float, options: WhisperOptions) -> bool:
+    """OpenAI's no-speech rule: a no-speech probability above ``no_speech_threshold`` and a
+    decode below ``log_prob_threshold``."""
+    ns, lp = options.no_speech_threshold, options.log_prob_threshold
+    return ns is not None and no_speech_prob > ns and (lp is None or avg_logprob < lp)
 
 
 def too_quiet(samples: np.ndarray, options: WhisperOptions) -> str | None:

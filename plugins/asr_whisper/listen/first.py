@@ -13,8 +13,8 @@ from __future__ import annotations
 from voiced.api.recognition import Decision, Decode
 
 from ..choose import choose
-from ..common import FULL_WINDOW_S, window_seconds
-from .state import Listening, Utterance, Window
+from ..common import FULL_WINDOW_S, silent_by_rule, window_seconds
+from .state import Listening, Utterance, Window, encode_window
 
 SPEECH_IN_FULL = "; no speech by Whisper's rule in the fitted window, speech in the full one"
 
@@ -22,12 +22,12 @@ SPEECH_IN_FULL = "; no speech by Whisper's rule in the fitted window, speech in 
 def first_reading(u: Utterance) -> Listening:
     """Encode the fitted window once, decode its N-best, choose a command within the margin
     (in the full window when the fitted one's reading was silence by the no-speech rule)."""
-    window = _window(u, window_seconds(u.seconds, u.options))
+    window = encode_window(u, window_seconds(u.seconds, u.options))
     windows = {window.width: window}
     decode = _decode(u, window)
     confirmed = ""
     if u.plan.home_steps and window.width < FULL_WINDOW_S and silent_by_probability(decode, u):
-        full = _window(u, FULL_WINDOW_S)
+        full = encode_window(u, FULL_WINDOW_S)
         windows[FULL_WINDOW_S] = full
         again = _decode(u, full)
         if not silent_by_probability(again, u):
@@ -47,18 +47,10 @@ def first_reading(u: Utterance) -> Listening:
 def silent_by_probability(decode: Decode, u: Utterance) -> bool:
     """Whether Whisper's no-speech rule drops ``decode`` on its probability and log-probability
     (not above ``no_speech_reject``, which drops it however it is read)."""
-    opts = u.options
-    ns, lp, reject = opts.no_speech_threshold, opts.log_prob_threshold, opts.no_speech_reject
-    if ns is None or decode.no_speech_prob <= ns:
-        return False
+    reject = u.options.no_speech_reject
     if reject is not None and decode.no_speech_prob > reject:
         return False
-    return lp is None or decode.avg_logprob < lp
-
-
-def _window(u: Utterance, width: int) -> Window:
-    frames = min(width * 100, int(u.seconds * 100) + 1)
-    return Window(u.decoder.encode(u.samples, width), width, frames)
+    return silent_by_rule(decode.no_speech_prob, decode.avg_logprob, u.options)
 
 
 def _decode(u: Utterance, window: Window) -> Decode:

@@ -6,7 +6,7 @@ from ..choose import pick_retry
 from ..common import FULL_WINDOW_S
 from ..fallback import failure
 from ..rescore import NOTHING_NEAR
-from .state import Listening, Utterance, Window
+from .state import Listening, Utterance, encode_window
 
 WHY = "retry with the full window and the home's names: a command"
 MISSED = "; the prompted retry gave no command close to it"
@@ -20,9 +20,7 @@ def prompted_retry(u: Utterance, s: Listening) -> str:
         return "not tried: a reading Whisper is sure of, no sentence of this home near it"
     full = s.windows.get(FULL_WINDOW_S)
     if full is None:
-        encoded = u.decoder.encode(u.samples, FULL_WINDOW_S)
-        frames = min(FULL_WINDOW_S * 100, int(u.seconds * 100) + 1)
-        full = s.windows[FULL_WINDOW_S] = Window(encoded, FULL_WINDOW_S, frames)
+        full = s.windows[FULL_WINDOW_S] = encode_window(u, FULL_WINDOW_S)
     s.retried = u.decoder.generate(
         full.encoded, u.seconds, FULL_WINDOW_S, u.language, u.home.prompt_words(), u.count
     ).hypotheses

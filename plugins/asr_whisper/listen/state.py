@@ -99,6 +99,12 @@ class Utterance:
         return budget is not None and time.perf_counter() - self.started >= budget
 
 
+def encode_window(u: Utterance, width: int) -> Window:
+    """The utterance encoded in a window of ``width`` seconds (its frames: the audio's)."""
+    frames = min(width * 100, int(u.seconds * 100) + 1)
+    return Window(u.decoder.encode(u.samples, width), width, frames)
+
+
 @dataclass
 class Listening:
     """The readings so far and the one kept: the steps' shared record."""
