@@ -122,6 +122,24 @@ def test_a_rescored_sentence_far_below_what_was_heard_is_refused():
     assert picked is None and "below what was heard" in why
 
 
+def test_a_found_sentence_no_reading_has_a_word_of_must_score_nearer_what_was_heard():
+    """The search's "open the awning" for what Whisper heard as "Hoping me on it": no word
+    in common, the audio alone vouches for it; the nearest wrong ones came further below."""
+    home = SentencesHome({"open the awning": "open"})
+    scores = {"Hoping me on it": -0.9, "open the awning": -1.6}
+    pick = lambda ungrounded: pick_rescored(  # noqa: E731
+        ["Hoping me on it"], home, lambda texts: [scores[t] for t in texts],
+        ungrounded=ungrounded,
+    )  # fmt: skip
+    assert pick(())[0] is not None  # 0.7 below: a grounded sentence may come 2.0 below
+    picked, why = pick({"open the awning"})  # within 0.8 all the same
+    assert picked is not None and why.endswith("0.70 below, no reading has its words")
+    scores["open the awning"] = -1.9
+    assert pick(())[0] is not None
+    picked, why = pick({"open the awning"})
+    assert picked is None and "1.00 below what was heard (most 0.8)" in why
+
+
 def test_a_rescored_sentence_is_measured_against_the_best_of_the_free_readings():
     home = SentencesHome({"turn on the lamp": "on"})
     scores = {"fitted": -1.5, "full": -0.4, "turn on the lamp": -1.4}
@@ -225,3 +243,18 @@ def test_a_rescored_command_keeps_the_names_of_the_home_that_were_heard():
     scores = {slip: -0.7, "what is the weather": -1.2, "what is the weather like": -1.45}
     picked, _ = pick_rescored([slip], home, score, heard_names=names_heard(slip, names))
     assert picked is not None and picked.text == "what is the weather like"
+
+
+def test_a_found_sentence_no_reading_grounds_is_the_last_resort_never_a_rival():
+    """ "打开风扇" heard "大海噩山": the search's "打開吊燈", which no reading grounds, scored
+    alike; as a rival it would have refused the grounded "打開風扇"."""
+    from voiced_plugins.asr_whisper.constrained import Found
+    from voiced_plugins.asr_whisper.listen.rescoring import tiers
+
+    found = Found(["打開風扇", "打開吊燈"], lambda texts: [], frozenset({"打開吊燈"}))
+    first, then = tiers(found)
+    assert (first.commands, first.ungrounded) == (["打開風扇"], frozenset())
+    assert then is found
+    grounded_only = Found(["打開風扇"], lambda texts: [])
+    assert tiers(grounded_only) == [grounded_only]  # one pick, as before
+    assert tiers(None) == [None]  # no search

@@ -13,6 +13,7 @@ from voiced_plugins.asr_whisper.constrained import (
     GrammarCache,
     TokenGrammar,
     constrained_decode,
+    groundable,
     grounded_by_sound,
 )
 from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
@@ -80,6 +81,13 @@ def test_a_found_sentence_is_grounded_in_what_was_heard_by_its_sound(stage):
     heard = [stage.sounds_of("先載起殿兒")]  # base's hearing of 现在几点了, traditional
     assert grounded_by_sound(stage.sounds_of("现在几点了"), heard)
     assert not grounded_by_sound(stage.sounds_of("暂停"), [stage.sounds_of("完帝卧室的台灯")])
+
+
+def test_a_sentence_of_one_syllable_is_never_taken_without_grounding(stage):
+    """A reading grounds a Chinese sentence by two syllables in common: one that has fewer
+    ("嗨", which the search found for 打开台灯 heard as "拆拆") could never be grounded."""
+    assert not groundable("嗨", spaced=False, sounds=stage.sounds_of)
+    assert groundable("打开风扇", spaced=False, sounds=stage.sounds_of)
 
 
 def test_mandarin_candidates_are_home_commands_that_sound_like_the_reading(stage):

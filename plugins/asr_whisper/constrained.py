@@ -443,6 +443,14 @@ class Found:
     """Commands that put another first word to sentences which are none (``first_words``,
     the likeliest one each): for the rescoring's best-scored candidates that mean nothing
     ("in the back door locked" -> "is the back door locked")."""
+    ungrounded: frozenset[str] = frozenset()
+    """Of ``commands``, those no reading grounds (``grounded``): the rescoring holds them to
+    the stricter ``rescore.DROP_FULL``."""
+
+    def grounded(self) -> Found:
+        """The same less the commands no reading grounds."""
+        kept = [text for text in self.commands if text not in self.ungrounded]
+        return Found(kept, self.first_word)
 
 
 def commands_found(
@@ -475,34 +483,51 @@ def commands_found(
         one_template=one_template,
         openings=openings,
     )
-    said = _said(found, [text for text, _ in heard], grammar, rescorer)
+    said, unheard = _said(found, [text for text, _ in heard], grammar, rescorer)
 
     @functools.cache
     def is_command(text: str) -> bool:
         return rescorer.command_meaning(text) is not None
 
-    commands = [text for text in said if is_command(text)]
-    others = [text for text in said if text not in commands]
     if not first:
-        return Found(commands, lambda texts: [])
+        return _found(
+            [t for t in said if is_command(t)], [t for t in unheard if is_command(t)], lambda t: []
+        )
     row = first[0]
 
     def likely(word: str) -> float:  # how well the audio's first token fits the word
         return max(float(row[spelled[0]]) for spelled in grammar.spellings(word))
 
-    if not command_first_words:
-        offered = first_words(grammar, others, likely)
-        return Found(commands + [t for t in offered if is_command(t)], lambda texts: [])
-    offered = first_words(grammar, others, likely, is_command=is_command)
-    return Found(
-        commands + offered, lambda texts: first_words(grammar, texts, likely, 1, is_command)
+    def offer(texts: list[str]) -> list[str]:  # the commands, then others' first words
+        others = [text for text in texts if not is_command(text)]
+        if not command_first_words:
+            offered = [t for t in first_words(grammar, others, likely) if is_command(t)]
+        else:
+            offered = first_words(grammar, others, likely, is_command=is_command)
+        return [*(text for text in texts if is_command(text)), *offered]
+
+    more = (
+        (lambda texts: first_words(grammar, texts, likely, 1, is_command))
+        if command_first_words
+        else (lambda texts: [])
     )
+    return _found(offer(said), offer(unheard), more)
+
+
+def _found(
+    grounded: list[str], ungrounded: list[str], first_word: Callable[[list[str]], list[str]]
+) -> Found:
+    """The grounded commands first, then those no reading grounds, marked."""
+    kept = dict.fromkeys(grounded)
+    unheard = [text for text in dict.fromkeys(ungrounded) if text not in kept]
+    return Found([*kept, *unheard], first_word, frozenset(unheard))
 
 
 def _said(
     found: list[Constrained], readings: list[str], grammar: TokenGrammar, rescorer: Any
-) -> list[str]:
-    """The found sentences the audio ends after (END_FLOOR) and a reading grounds: by a word
+) -> tuple[list[str], list[str]]:
+    """The found sentences the audio ends after (END_FLOOR): those a reading grounds, and
+    those none does but that are long enough to be (``groundable``). Grounded: by a word
     in common, or, for a language without spaces whose grammar hears sounds (``sounds_of``),
     by syllables in common (Whisper writes Mandarin it hears badly with other characters of
     the same sound). An opening phrase a reading does not ground is left off: the audio's
@@ -521,12 +546,15 @@ def _said(
         def heard_in(text: str) -> bool:
             return grounded_by_sound(sounds(text), heard)
 
-    said = [
-        c.text if not c.opening or heard_in(c.opening) else c.sentence
-        for c in found
-        if c.end_logprob >= END_FLOOR and heard_in(c.sentence)
+    ended = [c for c in found if c.end_logprob >= END_FLOOR]
+    said = [c.text if not c.opening or heard_in(c.opening) else c.sentence for c in ended]
+    kept = [text for c, text in zip(ended, said, strict=True) if heard_in(c.sentence)]
+    unheard = [
+        c.sentence
+        for c in ended
+        if not heard_in(c.sentence) and groundable(c.sentence, grammar.spaced, sounds)
     ]
-    return list(dict.fromkeys(said))
+    return list(dict.fromkeys(kept)), list(dict.fromkeys(unheard))
 
 
 GROUNDING_LETTERS = 3
@@ -552,6 +580,15 @@ def grounded(text: str, heard: list[str]) -> bool:
 GROUNDING_SYLLABLES = 2
 """Least syllables a found Chinese sentence shares with a reading (``grounded_by_sound``):
 "现在几点了" with "先載起殿兒" (xian zai ... dian), not "暂停" with "完帝卧室的台灯"."""
+
+
+def groundable(sentence: str, spaced: bool, sounds: Callable[[str], list[str]] | None) -> bool:
+    """Whether a reading could ground ``sentence`` at all: it has a word of GROUNDING_LETTERS
+    (or, without spaces, GROUNDING_SYLLABLES syllables). One that could not ("嗨", "what is
+    it") says too little of the audio to be taken on its score alone."""
+    if not spaced and callable(sounds):
+        return len(set(sounds(sentence))) >= GROUNDING_SYLLABLES
+    return any(len(w) >= GROUNDING_LETTERS for w in WORD.findall(sentence.casefold()))
 
 
 def grounded_by_sound(said: list[str], heard: list[list[str]]) -> bool:

@@ -44,7 +44,10 @@ chatter that named a room 1.46 and 1.54 below ("厨房里的饭菜很香" as "is
 light on"), a wrong command 1.29."""
 DROP_FULL = 0.8
 """The same limit on the second look, in the full window after the prompted retry found no
-command: stricter, as each look is one more chance to err."""
+command: stricter, as each look is one more chance to err; and for a sentence the
+constrained search found that shares no word (no syllables) with a reading, which the audio
+alone vouches for ("Open the awning" 0.53 below "Hoping me on it"; the nearest wrong one
+0.91 below)."""
 SEPARATION = 0.3
 """Least lead the winner must have over a candidate with another meaning."""
 CHECKS = 4
@@ -148,12 +151,14 @@ def pick_rescored(
     forms: Callable[[str], list[str]] | None = None,
     heard_names: frozenset[str] = frozenset(),
     skip: Collection[str] = (),
+    ungrounded: Collection[str] = (),
 ) -> tuple[Rescored | None, str]:
     """The home's sentence the audio says, by the rules above, and why (or why none).
     ``references``: the free readings to measure against (the best-scored counts; default
     the top one of ``heard``). ``forms``: the surface forms a candidate is scored in, the
     best counting (``surface_forms``; default: the candidate as given). ``skip``: the
-    home's words that mean nothing around a command (``unsaid_edges``)."""
+    home's words that mean nothing around a command (``unsaid_edges``). ``ungrounded``:
+    candidates no reading has a word of, held to ``DROP_FULL``."""
     candidates = [c for c in rescorer.command_candidates(heard) if c.strip()]
     if not candidates:
         return None, NOTHING_NEAR
@@ -176,13 +181,28 @@ def pick_rescored(
         value, text = keeping
     if unsaid := min((unsaid_edges(t, text, skip) for t in free_texts), key=len):
         return None, f"{text!r} leaves {unsaid!r} unsaid: heard, around the command"
-    if free - value > drop:
-        return None, f"{text!r} scores {free - value:.2f} below what was heard (most {drop})"
+    if far := _too_far(text, free - value, drop, ungrounded):
+        return None, far
     form = scored.best[text][1]
     if rival := _number_rival(text, form, value, heard, free_texts, score, separation):
         return None, rival
-    why = f"{text!r}: best of {len(candidates)} home sentences, {free - value:.2f} below"
+    why = _taken(text, len(candidates), free - value, text in ungrounded)
     return Rescored(text, value, free, why, form), why
+
+
+def _too_far(text: str, below: float, drop: float, ungrounded: Collection[str]) -> str:
+    """Why ``text``, ``below`` the free reading, is too far below it ("" if it is not): more
+    than ``drop``, or than ``DROP_FULL`` where no reading has its words."""
+    limit = min(drop, DROP_FULL) if text in ungrounded else drop
+    return (
+        f"{text!r} scores {below:.2f} below what was heard (most {limit})" if below > limit else ""
+    )
+
+
+def _taken(text: str, candidates: int, below: float, ungrounded: bool) -> str:
+    """Why ``text`` was taken."""
+    why = f"{text!r}: best of {candidates} home sentences, {below:.2f} below"
+    return why + (", no reading has its words" if ungrounded else "")
 
 
 class _Scored:

@@ -7,8 +7,15 @@ import numpy as np
 
 from voiced.api.recognition import Hypothesis, NextLogprobs
 
-from ..constrained import WithConstrained, commands_found, skip_words_of
-from ..rescore import DROP_CHARACTERS, DROP_FULL, pick_rescored, surface_forms
+from ..constrained import Found, WithConstrained, commands_found, skip_words_of
+from ..rescore import (
+    DROP_CHARACTERS,
+    DROP_FULL,
+    NOTHING_NEAR,
+    Rescored,
+    pick_rescored,
+    surface_forms,
+)
 from .state import Listening, Utterance, Window
 
 
@@ -58,26 +65,8 @@ def rescore(
     """The home's sentence near ``heard`` the audio says in ``window``, if any; ``free``: that
     window's own readings. A second look (another window, after the retry) measures against
     the top reading of either decode, with the stricter limit."""
-    opts = u.options.recognition
     search(u, s, window, free)
-    texts = [h.text for h in heard]
-    readings = [*texts, *(h.text for h in free)]
-    skip = skip_words_of(u.home)
-    opening = skip if opts.search_openings else ()
-    forms = surface_forms(readings, opening) if opts.rescore_forms else None
-    drop = min(opts.rescore_drop, DROP_CHARACTERS) if u.in_characters else opts.rescore_drop
-    second = window.width != s.window.width and bool(s.retried)
-    tops = [s.hypotheses[0].text, s.retried[0].text] if second else []
-    picked, reason = pick_rescored(
-        texts,
-        WithConstrained(u.home, window.found) if window.found is not None else u.home,
-        lambda candidates: window.score(u.decoder, u.language, candidates),
-        drop=min(DROP_FULL, drop) if second else drop,
-        references=list(dict.fromkeys(tops)) or None,
-        forms=forms,
-        heard_names=s.heard_names,
-        skip=skip,
-    )
+    picked, reason = pick(u, s, [h.text for h in heard], [h.text for h in free], window)
     s.rescored = picked.to_dict() if picked is not None else {"why": reason}
     s.rescored["window_s"] = window.width
     if window.found is not None:
@@ -86,6 +75,45 @@ def rescore(
         return None
     s.decision.why = "rescored: " + picked.why
     return Hypothesis(picked.text, s.hypotheses[0].avg_logprob)
+
+
+def pick(
+    u: Utterance, s: Listening, texts: list[str], free: list[str], window: Window
+) -> tuple[Rescored | None, str]:
+    """``pick_rescored`` in ``window`` for the readings ``texts`` (``free``: the window's own),
+    from the search's finds in ``tiers``; the first taken, or why none was."""
+    opts = u.options.recognition
+    skip = skip_words_of(u.home)
+    opening = skip if opts.search_openings else ()
+    forms = surface_forms([*texts, *free], opening) if opts.rescore_forms else None
+    drop = min(opts.rescore_drop, DROP_CHARACTERS) if u.in_characters else opts.rescore_drop
+    second = window.width != s.window.width and bool(s.retried)
+    tops = [s.hypotheses[0].text, s.retried[0].text] if second else []
+    picked, reason = None, NOTHING_NEAR
+    for found in tiers(window.found):
+        picked, reason = pick_rescored(
+            texts,
+            WithConstrained(u.home, found) if found is not None else u.home,
+            lambda candidates: window.score(u.decoder, u.language, candidates),
+            drop=min(DROP_FULL, drop) if second else drop,
+            references=list(dict.fromkeys(tops)) or None,
+            forms=forms,
+            heard_names=s.heard_names,
+            skip=skip,
+            ungrounded=found.ungrounded if found is not None else (),
+        )
+        if picked is not None:
+            break
+    return picked, reason
+
+
+def tiers(found: Found | None) -> list[Found | None]:
+    """What the rescoring picks from, in turn: the search's finds a reading grounds, then,
+    if none of those is taken, all of them (a sentence no reading grounds is the last
+    resort, never a rival that stops a grounded one)."""
+    if found is None or not found.ungrounded:
+        return [found]
+    return [found.grounded(), found]
 
 
 def first_look(u: Utterance, s: Listening) -> str:
