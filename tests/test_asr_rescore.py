@@ -258,3 +258,21 @@ def test_a_found_sentence_no_reading_grounds_is_the_last_resort_never_a_rival():
     grounded_only = Found(["打開風扇"], lambda texts: [])
     assert tiers(grounded_only) == [grounded_only]  # one pick, as before
     assert tiers(None) == [None]  # no search
+
+
+def test_the_second_tier_asks_the_home_nothing_it_asked_before():
+    from voiced_plugins.asr_whisper.listen.rescoring import Remembered
+
+    asked: list[str] = []
+
+    class Home(SentencesHome):
+        def command_meaning(self, text: str) -> str | None:
+            asked.append(text)
+            return super().command_meaning(text)
+
+    home = Remembered(Home({"turn on the lamp": "on"}))
+    for _ in range(2):
+        assert home.command_meaning("turn on the lamp") == "on"
+        assert home.command_meaning("turn on the lamb") is None
+        assert home.command_candidates(["heard"]) == ["turn on the lamp"]
+    assert asked == ["turn on the lamp", "turn on the lamb"]
