@@ -584,8 +584,8 @@ GROUNDING_SYLLABLES = 2
 
 def groundable(sentence: str, spaced: bool, sounds: Callable[[str], list[str]] | None) -> bool:
     """Whether a reading could ground ``sentence`` at all: it has a word of GROUNDING_LETTERS
-    (or, without spaces, GROUNDING_SYLLABLES syllables). One that could not ("嗨", "what is
-    it") says too little of the audio to be taken on its score alone."""
+    (or, without spaces, GROUNDING_SYLLABLES syllables). One that could not ("嗨", "is it
+    on") says too little of the audio to be taken on its score alone."""
     if not spaced and callable(sounds):
         return len(set(sounds(sentence))) >= GROUNDING_SYLLABLES
     return any(len(w) >= GROUNDING_LETTERS for w in WORD.findall(sentence.casefold()))
