@@ -546,15 +546,14 @@ def _said(
         def heard_in(text: str) -> bool:
             return grounded_by_sound(sounds(text), heard)
 
-    ended = [c for c in found if c.end_logprob >= END_FLOOR]
-    said = [c.text if not c.opening or heard_in(c.opening) else c.sentence for c in ended]
-    kept = [text for c, text in zip(ended, said, strict=True) if heard_in(c.sentence)]
-    unheard = [
-        c.sentence
-        for c in ended
-        if not heard_in(c.sentence) and groundable(c.sentence, grammar.spaced, sounds)
-    ]
-    return list(dict.fromkeys(kept)), list(dict.fromkeys(unheard))
+    kept: dict[str, None] = {}
+    unheard: dict[str, None] = {}
+    for c in (c for c in found if c.end_logprob >= END_FLOOR):
+        if heard_in(c.sentence):
+            kept[c.text if not c.opening or heard_in(c.opening) else c.sentence] = None
+        elif groundable(c.sentence, grammar.spaced, sounds):
+            unheard[c.sentence] = None
+    return list(kept), list(unheard)
 
 
 GROUNDING_LETTERS = 3
