@@ -88,21 +88,22 @@ GERMAN_FLOORS = Home("floors", HOMES / "haus_de.yaml", (
     _c("Schalte das Licht im Obergeschoss aus.", "HassTurnOff", floor="Obergeschoss"),
     _c("Wie spät ist es?", "HassGetCurrentTime"),
     _c("Welcher Tag ist heute?", "HassGetCurrentDate"),
-    _c("Stelle einen Timer für fünf Minuten.", "HassStartTimer"),
+    _c("Stelle einen Timer für fünf Minuten.", "HassStartTimer", minutes="5"),
     _c("Brich den Timer ab.", "HassCancelTimer"),
     _c("Schalte den Ventilator ein.", "HassTurnOn", name="Ventilator"),
     _c("Öffne den Rollladen.", "HassTurnOn", name="Rollladen"),
     _c("Schließe die Haustür ab.", "HassTurnOn", name="Haustür"),
     _c("Wie warm ist es im Wohnzimmer?", "HassClimateGetTemperature", area="Wohnzimmer"),
     _c("Stelle die Temperatur im Wohnzimmer auf zweiundzwanzig Grad.",
-       "HassClimateSetTemperature", area="Wohnzimmer"),
-    _c("Dimme die Deckenlampe auf fünfzig Prozent.", "HassLightSet", name="Deckenlampe"),
+       "HassClimateSetTemperature", area="Wohnzimmer", temperature="22"),
+    _c("Dimme die Deckenlampe auf fünfzig Prozent.", "HassLightSet", name="Deckenlampe",
+       brightness="50"),
     _c("Pausiere den Fernseher.", "HassMediaPause", name="Fernseher"),
-    _c("Ist die Haustür abgeschlossen?", "HassGetState", name="Haustür"),
+    _c("Ist die Haustür abgeschlossen?", "HassGetState", name="Haustür", state="locked"),
     _c("Schalte das Licht im Kinderzimmer ein.", "HassTurnOn", area="Kinderzimmer"),
     _c("Mach das Licht im Schlafzimmer aus.", "HassTurnOff", area="Schlafzimmer"),
     _c("Mach den Ventilator aus.", "HassTurnOff", name="Ventilator"),
-    _c("Stelle einen Timer für zehn Minuten.", "HassStartTimer"),
+    _c("Stelle einen Timer für zehn Minuten.", "HassStartTimer", minutes="10"),
     _c("Schalte den Fernseher aus.", "HassTurnOff", name="Fernseher"),
     _c("Mach den Rollladen zu.", "HassTurnOff", name="Rollladen"),
     _c("Schalte die Nachttischlampe ein.", "HassTurnOn", name="Nachttischlampe"),
@@ -124,7 +125,7 @@ GERMAN_SMALL = Home("small", HOMES / "multilingual.yaml", (
     _c("Mach das Licht in der Küche aus.", "HassTurnOff", area="Küche"),
     _c("Schalte den Ventilator ein.", "HassTurnOn", name="Ventilator"),
     _c("Wie spät ist es?", "HassGetCurrentTime"),
-    _c("Stelle einen Timer für fünf Minuten.", "HassStartTimer"),
+    _c("Stelle einen Timer für fünf Minuten.", "HassStartTimer", minutes="5"),
     _c("Welcher Tag ist heute?", "HassGetCurrentDate"),
     _c("Mach das Licht im Schlafzimmer an.", "HassTurnOn", area="Schlafzimmer"),
     _c("Schalte den Ventilator aus.", "HassTurnOff", name="Ventilator"),
@@ -137,20 +138,20 @@ MANDARIN_FLOORS = Home("floors", HOMES / "jia_zh.yaml", (
     _c("关闭咖啡机。", "HassTurnOff", name="咖啡机"),
     _c("现在几点了？", "HassGetCurrentTime"),
     _c("今天几号？", "HassGetCurrentDate"),
-    _c("设置十分钟的计时器。", "HassStartTimer"),
+    _c("设置十分钟的计时器。", "HassStartTimer", minutes="10"),
     _c("取消计时器。", "HassCancelTimer"),
     _c("打开风扇。", "HassTurnOn", name="风扇"),
     _c("把客厅的窗帘关上。", "HassTurnOff", name="窗帘"),
     _c("打开台灯。", "HassTurnOn", name="台灯"),
     _c("关掉电视。", "HassTurnOff", name="电视"),
-    _c("客厅温度调到二十二度。", "HassClimateSetTemperature", area="客厅"),
+    _c("客厅温度调到二十二度。", "HassClimateSetTemperature", area="客厅", temperature="22"),
     _c("客厅现在多少度？", "HassClimateGetTemperature", area="客厅"),
-    _c("把台灯亮度调到五十。", "HassLightSet", name="台灯"),
+    _c("把台灯亮度调到五十。", "HassLightSet", name="台灯", brightness="50"),
     _c("暂停电视。", "HassMediaPause", name="电视"),
     _c("打开儿童房的灯。", "HassTurnOn", area="儿童房"),
     _c("关闭厨房的灯。", "HassTurnOff", area="厨房"),
     _c("把风扇关掉。", "HassTurnOff", name="风扇"),
-    _c("设置五分钟的计时器。", "HassStartTimer"),
+    _c("设置五分钟的计时器。", "HassStartTimer", minutes="5"),
     _c("打开吊灯。", "HassTurnOn", name="吊灯"),
     _c("打开窗帘。", "HassTurnOn", name="窗帘"),
     _c("关掉落地灯。", "HassTurnOff", name="落地灯"),
@@ -211,13 +212,22 @@ def with_noise(pcm: bytes, snr_db: float, seed: int) -> bytes:
 
 
 def right(found: tuple[str, dict[str, Any]] | None, command: Command) -> bool:
-    """A command: the intent's name and its area/name/floor slots are the expected ones.
-    Chatter: no intent at all."""
+    """A command: the intent's name and its slots (area, name, floor, and the numbers and
+    state it asks for: a timer's minutes, a temperature) are the expected ones. Chatter: no
+    intent at all."""
     if command.intent is None:
         return found is None
     if found is None or found[0] != command.intent:
         return False
-    return all(str(found[1].get(k)) == v for k, v in command.slots.items())
+    return all(_same(found[1].get(k), v) for k, v in command.slots.items())
+
+
+def _same(value: Any, expected: str) -> bool:
+    """A slot's value is the expected one: as numbers where both are (10.0 is 10)."""
+    try:
+        return float(value) == float(expected)
+    except (TypeError, ValueError):
+        return str(value) == expected
 
 
 @dataclass(frozen=True)
@@ -356,8 +366,8 @@ def run_language(
 
 
 def summary_rows(language: Language, rows: list[dict[str, Any]]) -> list[Row]:
-    """The table's rows of one language: commands right per half, false activations, time,
-    error rate of the text."""
+    """The table's rows of one language: commands right per half, false activations, commands
+    taken for another action, time, error rate of the text."""
     area = f"lang {language.tag}"
     commands = [r for r in rows if r["command"]]
     chatter = [r for r in rows if not r["command"]]
@@ -369,7 +379,20 @@ def summary_rows(language: Language, rows: list[dict[str, Any]]) -> list[Row]:
             area, f"{language.name} false activations (chatter), voiced", "runs", ours,
             runs=len(chatter), peer=f"faster-whisper + hassil {theirs}",
         ))  # fmt: skip
+    if commands:
+        out.append(_wrong_row(area, language, commands))
     return out + (_command_rows(area, language, commands) if commands else [])
+
+
+def _wrong_row(area: str, language: Language, commands: list[dict[str, Any]]) -> Row:
+    """Commands answered with another action (another intent, name or number): worse than
+    none."""
+    ours = sum(not r["voiced_right"] and bool(r["voiced_intent"]) for r in commands)
+    theirs = sum(not r["peer_right"] and bool(r["peer_intent"]) for r in commands)
+    return Row(
+        area, f"{language.name} commands taken for another action, voiced", "runs", ours,
+        runs=len(commands), peer=f"faster-whisper + hassil {theirs}",
+    )  # fmt: skip
 
 
 def _right_row(

@@ -7,7 +7,7 @@ import pytest
 from home_stages import App, SentencesHome, home_hassil, loaded
 from speech import espeak
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
-from voiced_plugins.asr_whisper.rescore import pick_rescored
+from voiced_plugins.asr_whisper.rescore import numbers_in, pick_rescored
 
 pytestmark = pytest.mark.slow
 
@@ -178,6 +178,38 @@ def test_a_rescored_number_must_lead_the_number_a_reading_has():
     score = lambda texts: [scores.get(t, -5.0) for t in texts]  # noqa: E731
     picked, why = pick_rescored([heard], home, score)
     assert picked is None and "100 or 200?" in why
+
+
+def test_a_rescored_number_in_chinese_numerals_must_lead_the_other_numbers():
+    """espeak-ng's Mandarin "设置十分钟的计时器" (130 wpm), heard "何知之分仲得已知其": the
+    search found a four-minute timer (四, sì, for 十, shí)."""
+    found = "設置四分钟的计时器"
+    home = SentencesHome({found: "4 minutes"})
+    heard = "何知之分仲得已知其"
+    scores = {heard: -1.6, found: -2.2, "設置十分钟的计时器": -2.3}
+    score = lambda texts: [scores.get(t, -5.0) for t in texts]  # noqa: E731
+    picked, why = pick_rescored([heard], home, score, drop=1.0)
+    assert picked is None and "四 or 十?" in why
+    scores["設置十分钟的计时器"] = -3.0
+    picked, _ = pick_rescored([heard], home, score, drop=1.0)
+    assert picked is not None and picked.text == found
+
+
+@pytest.mark.parametrize(
+    ("text", "numbers"),
+    [
+        ("设置十分钟的计时器", [("十", "10")]),
+        ("客厅温度调到二十二度", [("二十二", "22")]),
+        ("把台灯亮度调到五十", [("五十", "50")]),
+        ("设置 5 分钟的计时器", [("5", "5")]),
+        ("帮我打开一下灯", []),  # 一下: a word, no number
+        ("现在几点了", []),
+    ],
+)
+def test_the_numbers_a_sentence_writes_are_its_digits_and_chinese_numerals_that_count(
+    text, numbers
+):
+    assert numbers_in(text) == numbers
 
 
 class _FirstWordHome(SentencesHome):

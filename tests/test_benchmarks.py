@@ -393,3 +393,32 @@ def test_the_wake_benchmark_reports_each_sensitivity_with_its_misses_and_false_w
         ("slightly", "0.75"), ("moderately", "0.50"), ("very", "0.25")]  # fmt: skip
     heard = [int(h) for _, _, h, _ in levels]
     assert heard == sorted(heard)  # a lower threshold never hears fewer
+
+
+# -- the languages benchmark's verdicts -------------------------------------------------------
+
+
+def test_a_spoken_command_is_right_only_with_the_numbers_it_asked_for():
+    from benchmarks import languages
+
+    ten_minutes = languages._c("设置十分钟的计时器。", "HassStartTimer", minutes="10")
+    assert languages.right(("HassStartTimer", {"minutes": 10}), ten_minutes)
+    assert not languages.right(("HassStartTimer", {"minutes": 4}), ten_minutes)
+    assert languages.right(("HassStartTimer", {"minutes": 10.0}), ten_minutes)
+    assert not languages.right(None, ten_minutes)
+    chatter = languages.Command("这本书我已经读完了。", None)
+    assert languages.right(None, chatter) and not languages.right(("HassTurnOn", {}), chatter)
+
+
+def test_the_languages_table_counts_commands_taken_for_another_action():
+    from benchmarks import languages
+
+    def row(right: bool, intent: object) -> dict:
+        return {"command": True, "half": "report", "said": "打开台灯。", "voiced": "打开台灯",
+                "peer": "", "voiced_right": right, "voiced_intent": intent, "voiced_ms": 900.0,
+                "peer_right": False, "peer_intent": None, "peer_ms": 1000.0}  # fmt: skip
+
+    rows = [row(True, ["HassTurnOn", {}]), row(False, ["HassStartTimer", {}]), row(False, None)]
+    table = {r.what: r for r in languages.summary_rows(languages.MANDARIN, rows)}
+    wrong = table["Mandarin commands taken for another action, voiced"]
+    assert (wrong.median, wrong.runs, wrong.peer) == (1, 3, "faster-whisper + hassil 0")

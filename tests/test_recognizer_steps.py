@@ -8,7 +8,7 @@ import time
 import numpy as np
 from table_decoder import SPEECH, TableDecoder, TableHome, listen, steps
 from voiced_plugins.asr_whisper.listen.options import RecognitionOptions
-from voiced_plugins.asr_whisper.listen.rescoring import until_spent
+from voiced_plugins.asr_whisper.listen.rescoring import beam_of, until_spent
 from voiced_plugins.asr_whisper.listen.state import FULL, Utterance
 
 HOME = {
@@ -350,3 +350,13 @@ def test_once_the_budget_is_spent_the_search_grows_no_reading_and_says_it_was_cu
     search([1], [()])
     search([1], [(1,)])
     assert asked == [1, 1, 1] and cut == []
+
+
+def test_the_search_keeps_more_readings_in_a_language_written_in_characters():
+    # Mandarin's grammar says each sentence in both scripts: its beam holds pairs
+    def beam(language, **recognition):
+        options = RecognitionOptions(recognition=recognition)
+        return beam_of(Utterance(None, None, SPEECH, language, options, FULL))
+
+    assert (beam("en"), beam("de"), beam("zh"), beam("zh-CN")) == (24, 24, 32, 32)
+    assert (beam("zh", search_beam=12), beam("en", search_beam=12)) == (12, 12)

@@ -29,6 +29,8 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from voiced.api.languages import CHINESE_NUMERALS, chinese_number, chinese_numerals
+
 from .common import WORD
 
 NOTHING_NEAR = "no sentence of this home near what was heard"
@@ -395,17 +397,44 @@ def _number_rival(
     "set the temperature to 100 degrees", 200 out of the thermostat's range). Words and
     names are judged among the home's sentences, but a number the decoder never wrote has
     100 rivals that are no candidates: the likeliest are asked."""
-    readings = {n for reading in [*heard, *references] for n in _NUMBER.findall(reading)}
-    unheard = [n for n in _NUMBER.findall(text) if n not in readings]
+    readings = {n for reading in [*heard, *references] for _, n in numbers_in(reading)}
+    unheard = [(w, n) for w, n in numbers_in(text) if n not in readings]
     if not unheard:
         return None
-    number = unheard[0]
-    said = re.compile(rf"(?<!\d){number}(?!\d)")
+    written, number = unheard[0]
     # the readings' own numbers first: "set the oven to 200 degrees" is no "... to 100 ..."
     heard_first = sorted(readings, key=lambda n: (len(n), n))
     others = [n for n in dict.fromkeys([*heard_first, *map(str, RIVAL_NUMBERS)]) if n != number]
-    rivals = score([said.sub(other, form, count=1) for other in others])
-    rival, other = max(zip(rivals, others, strict=True))
+    said, spelled = _written_as(written, number, others)
+    rivals = score([said.sub(other, form, count=1) for other in spelled])
+    rival, other = max(zip(rivals, spelled, strict=True))
     if value - rival < separation:
-        return f"{text!r}: {number} or {other}? they score {value - rival:.2f} apart"
+        return f"{text!r}: {written} or {other}? they score {value - rival:.2f} apart"
     return None
+
+
+def _written_as(written: str, number: str, others: list[str]) -> tuple[re.Pattern[str], list[str]]:
+    """Where ``number`` is written (as ``written``) in a sentence, and the ``others`` written
+    as it is: digits, or Chinese numerals."""
+    if written == number:
+        return re.compile(rf"(?<!\d){number}(?!\d)"), others
+    said = re.compile(rf"(?<![{CHINESE_NUMERALS}]){written}(?![{CHINESE_NUMERALS}])")
+    return said, [chinese_numerals(int(n)) or n for n in others if n.isdigit()]
+
+
+_CHINESE_NUMBER = re.compile(
+    rf"[{CHINESE_NUMERALS}]+(?=[分秒度小个点%％]|$)|(?<=[到为至])[{CHINESE_NUMERALS}]+"
+)
+"""Chinese numerals that count something: before a unit ("十分钟", "二十二度"), or set to
+("调到五十"); not those of words ("一下", "万一")."""
+
+
+def numbers_in(text: str) -> list[tuple[str, str]]:
+    """The numbers ``text`` writes, each as written and in digits: digit runs, and Chinese
+    numerals that count something ("设置十分钟的计时器": ("十", "10"))."""
+    found = [(m[0], m[0]) for m in _NUMBER.finditer(text)]
+    for m in _CHINESE_NUMBER.finditer(text):
+        value = chinese_number(m[0])
+        if isinstance(value, int):
+            found.append((m[0], str(value)))
+    return found

@@ -13,14 +13,9 @@ Home Assistant's sentences spell a language one way; people and Whisper spell it
 
 from __future__ import annotations
 
-import functools
-import logging
 import re
-from typing import Any
 
-from voiced.api.languages import primary
-
-log = logging.getLogger(__name__)
+from voiced.api.languages import CHINESE_NUMERALS, chinese_number, primary
 
 SKIP_WORDS: dict[str, tuple[str, ...]] = {
     "zh": (
@@ -35,7 +30,7 @@ SKIP_WORDS: dict[str, tuple[str, ...]] = {
 """Politeness and filler words per language (its primary subtag): hassil skip words, beside
 the language's own from home-assistant-intents (zh-CN has only 请问, 谢谢, 麻烦, 麻烦你)."""
 
-_NUMERAL = "零〇一二两三四五六七八九十百千万"
+_NUMERAL = CHINESE_NUMERALS
 _UNIT_AFTER = r"(?=分钟|分(?:$|[的后计倒定])|秒|小时|个小时|个钟头|钟头|度|摄氏度|%|％)"
 _NUMERALS_BEFORE_UNIT = re.compile(rf"[{_NUMERAL}]+{_UNIT_AFTER}")
 _NUMERALS_AFTER_PERCENT = re.compile(rf"(?<=百分之)[{_NUMERAL}]+")
@@ -63,29 +58,10 @@ def reworded(text: str, language: str) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=1)
-def _cn2an() -> Any:
-    try:
-        import cn2an
-    except ImportError:
-        log.warning(
-            "hassil: cn2an is missing, so Chinese numerals (十分钟) will not match "
-            "(pip install 'voiced[languages]')"
-        )
-        return None
-    return cn2an
-
-
 def _digits(numerals: str) -> str:
     """Chinese numerals as digits ("三十" -> "30"); unchanged when they are no number."""
-    cn2an = _cn2an()
-    if cn2an is None:
-        return numerals
-    try:
-        value = cn2an.cn2an(numerals, "smart")
-    except (ValueError, KeyError):
-        return numerals
-    return str(int(value)) if float(value).is_integer() else str(value)
+    value = chinese_number(numerals)
+    return numerals if value is None else str(value)
 
 
 def _chinese(text: str) -> str:

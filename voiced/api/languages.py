@@ -14,10 +14,14 @@ from voiced.languages import (
     same_language,
     whisper_language,
 )
+from voiced.numerals import CHINESE_NUMERALS, chinese_number, chinese_numerals
 
 __all__ = [
+    "CHINESE_NUMERALS",
     "LanguageError",
     "canonical",
+    "chinese_number",
+    "chinese_numerals",
     "counts_characters",
     "espeak_voice",
     "intents_language",

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..constrained import BEAM
+from ..constrained import BEAM, BEAM_CHARACTERS
 from ..fallback import FallbackOptions
 from ..rescore import DROP
 
@@ -101,8 +101,12 @@ class Recognition(BaseModel):
         "listen again in the full window (the retry's encoder output): rescoring and the "
         "constrained search there, against the free readings of both windows",
     )
-    search_beam: int = Field(
-        BEAM, ge=1, le=32, description="with constrained: readings the search keeps a step"
+    search_beam: int | None = Field(
+        None,
+        ge=1,
+        le=32,
+        description="with constrained: readings the search keeps a step (None: the "
+        f"language's, {BEAM}; {BEAM_CHARACTERS} for one written in characters)",
     )
     search_one_template: bool = Field(
         True,

@@ -9,7 +9,14 @@ import numpy as np
 
 from voiced.api.recognition import Hypothesis, NextLogprobs
 
-from ..constrained import Found, WithConstrained, commands_found, skip_words_of
+from ..constrained import (
+    BEAM,
+    BEAM_CHARACTERS,
+    Found,
+    WithConstrained,
+    commands_found,
+    skip_words_of,
+)
 from ..rescore import (
     DROP_CHARACTERS,
     DROP_FULL,
@@ -34,7 +41,7 @@ def search(u: Utterance, s: Listening, window: Window, free: list[Hypothesis]) -
         u.grammar,
         [(h.text, h.avg_logprob) for h in free],
         u.home,
-        opts.search_beam,
+        beam_of(u),
         opts.search_one_template,
         opts.search_first_words,
         opts.search_openings,
@@ -42,6 +49,12 @@ def search(u: Utterance, s: Listening, window: Window, free: list[Hypothesis]) -
     window.searched = True
     if cut:
         s.decision.skipped.append("search")
+
+
+def beam_of(u: Utterance) -> int:
+    """Readings the search keeps a step: the profile's ``search_beam``, else the language's
+    (``BEAM``; ``BEAM_CHARACTERS`` for one written in characters)."""
+    return u.options.recognition.search_beam or (BEAM_CHARACTERS if u.in_characters else BEAM)
 
 
 def until_spent(u: Utterance, steps: NextLogprobs, cut: list[bool]) -> NextLogprobs:
