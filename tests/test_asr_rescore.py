@@ -195,6 +195,16 @@ def test_a_rescored_number_in_chinese_numerals_must_lead_the_other_numbers():
     assert picked is not None and picked.text == found
 
 
+def test_every_rescored_number_no_reading_has_must_lead_its_rivals():
+    found = "set a timer for 1 hour and 20 minutes"
+    home = SentencesHome({found: "80 minutes"})
+    heard = "Set a time of one hour and... when the minutes."
+    scores = {heard: -0.9, found: -1.0, "set a timer for 1 hour and 25 minutes": -1.1}
+    score = lambda texts: [scores.get(t, -3.0) for t in texts]  # noqa: E731
+    picked, why = pick_rescored([heard], home, score)
+    assert picked is None and "20 or 25?" in why  # 1 leads its rivals; 20 does not
+
+
 @pytest.mark.parametrize(
     ("text", "numbers"),
     [

@@ -390,26 +390,26 @@ def _number_rival(
     score: Callable[[list[str]], list[float]],
     separation: float,
 ) -> str | None:
-    """Why the number in ``text`` is not clear, if it is not: no reading has it, and the same
+    """Why a number in ``text`` is not clear, if one is not: no reading has it, and the same
     sentence (in its best ``form``) with another common number scores within ``separation``
     ("set a timer for 8 minutes" or 5, for a noisy "five minutes" heard "a time of all I've
     been"), nor with a number a reading has (chatter "set the oven to 200 degrees" found as
     "set the temperature to 100 degrees", 200 out of the thermostat's range). Words and
     names are judged among the home's sentences, but a number the decoder never wrote has
-    100 rivals that are no candidates: the likeliest are asked."""
+    100 rivals that are no candidates: the likeliest are asked. Each number no reading has
+    is asked about ("设置一个五分钟的计时器": 一 and 五)."""
     readings = {n for reading in [*heard, *references] for _, n in numbers_in(reading)}
-    unheard = [(w, n) for w, n in numbers_in(text) if n not in readings]
-    if not unheard:
-        return None
-    written, number = unheard[0]
     # the readings' own numbers first: "set the oven to 200 degrees" is no "... to 100 ..."
     heard_first = sorted(readings, key=lambda n: (len(n), n))
-    others = [n for n in dict.fromkeys([*heard_first, *map(str, RIVAL_NUMBERS)]) if n != number]
-    said, spelled = _written_as(written, number, others)
-    rivals = score([said.sub(other, form, count=1) for other in spelled])
-    rival, other = max(zip(rivals, spelled, strict=True))
-    if value - rival < separation:
-        return f"{text!r}: {written} or {other}? they score {value - rival:.2f} apart"
+    for written, number in numbers_in(text):
+        if number in readings:
+            continue
+        others = [n for n in dict.fromkeys([*heard_first, *map(str, RIVAL_NUMBERS)]) if n != number]
+        said, spelled = _written_as(written, number, others)
+        rivals = score([said.sub(other, form, count=1) for other in spelled])
+        rival, other = max(zip(rivals, spelled, strict=True))
+        if value - rival < separation:
+            return f"{text!r}: {written} or {other}? they score {value - rival:.2f} apart"
     return None
 
 
