@@ -380,8 +380,8 @@ def summary_rows(language: Language, rows: list[dict[str, Any]]) -> list[Row]:
             runs=len(chatter), peer=f"faster-whisper + hassil {theirs}",
         ))  # fmt: skip
     if commands:
-        out.append(_wrong_row(area, language, commands))
-    return out + (_command_rows(area, language, commands) if commands else [])
+        out += [_wrong_row(area, language, commands), *_command_rows(area, language, commands)]
+    return out
 
 
 def _wrong_row(area: str, language: Language, commands: list[dict[str, Any]]) -> Row:

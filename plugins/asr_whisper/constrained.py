@@ -44,9 +44,8 @@ BEAM = 24
 """Readings kept per step (case and spelling variants of one reading count once). Where
 each tuned value came from: docs/asr.md, "Tuned constants"."""
 BEAM_CHARACTERS = 32
-"""``BEAM`` for a language written in characters (Mandarin): its grammar says each sentence
-in both scripts, and a name's characters may be said again after the last ("鎖的鎖有鎖"),
-so short readings of both scripts filled a beam of 24 before "现在几点了" was reached."""
+"""``BEAM`` for a language written in characters (Mandarin), whose grammar says each
+sentence in both scripts."""
 MAX_TOKENS = 32
 """The longest command searched for, in tokens."""
 RESULTS = 4

@@ -48,8 +48,7 @@ DROP_FULL = 0.8
 """The same limit on the second look, in the full window after the prompted retry found no
 command: stricter, as each look is one more chance to err; and for a sentence the
 constrained search found that shares no word (no syllables) with a reading, which the audio
-alone vouches for ("Open the awning" 0.53 below "Hoping me on it"; the nearest wrong one
-0.91 below)."""
+alone vouches for."""
 SEPARATION = 0.3
 """Least lead the winner must have over a candidate with another meaning."""
 CHECKS = 4
@@ -400,11 +399,11 @@ def _number_rival(
     is asked about ("设置一个五分钟的计时器": 一 and 五)."""
     readings = {n for reading in [*heard, *references] for _, n in numbers_in(reading)}
     # the readings' own numbers first: "set the oven to 200 degrees" is no "... to 100 ..."
-    heard_first = sorted(readings, key=lambda n: (len(n), n))
+    asked = dict.fromkeys([*sorted(readings, key=lambda n: (len(n), n)), *map(str, RIVAL_NUMBERS)])
     for written, number in numbers_in(text):
         if number in readings:
             continue
-        others = [n for n in dict.fromkeys([*heard_first, *map(str, RIVAL_NUMBERS)]) if n != number]
+        others = [n for n in asked if n != number]
         said, spelled = _written_as(written, number, others)
         rivals = score([said.sub(other, form, count=1) for other in spelled])
         rival, other = max(zip(rivals, spelled, strict=True))
