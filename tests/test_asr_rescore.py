@@ -3,13 +3,17 @@ model really writes for these voices (measured, issue 15); the home is config/ho
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from home_stages import App, SentencesHome, home_hassil, loaded
 from speech import espeak
 from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
-from voiced_plugins.asr_whisper.rescore import numbers_in, pick_rescored
+from voiced_plugins.asr_whisper.rescore import numbers_in, pick_rescored, sound_likeness
 
 pytestmark = pytest.mark.slow
+
+HOMES = Path(__file__).parent / "homes"
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +117,39 @@ def test_a_rescored_sentence_needs_a_clear_lead_over_another_meaning():
     clear = {"heard": -0.5, "turn on the lamp": -0.7, "turn off the lamp": -1.9}
     picked, _ = pick_rescored(["heard"], home, lambda texts: [clear[t] for t in texts])
     assert picked is not None and picked.text == "turn on the lamp"
+
+
+@pytest.fixture(scope="module")
+def mandarin():
+    pytest.importorskip("pypinyin", reason="needs voiced[languages]")
+    return home_hassil(HOMES / "jia_zh.yaml", language="zh-CN")
+
+
+def test_commands_scoring_alike_are_settled_by_how_the_readings_sound(mandarin):
+    """Whisper base's "開窩閉的燈" (kai wo bi de deng) for 打开卧室的灯, with noise: the search
+    found 開臥室的燈 and 打開廚房的燈, scored alike; the reading sounds like the bedroom's."""
+    said, other = "開臥室的燈", "打開廚房的燈"
+    home = SentencesHome({said: "bedroom", other: "kitchen"})
+    scores = {"開窩閉的燈": -1.0, other: -1.6, said: -1.7}
+    score = lambda texts: [scores[t] for t in texts]  # noqa: E731
+    picked, why = pick_rescored(["開窩閉的燈"], home, score)
+    assert picked is None and "mean different things" in why
+    picked, why = pick_rescored(["開窩閉的燈"], home, score, sounds=mandarin.sounds_of)
+    assert picked is not None and picked.text == said, why
+
+
+def test_readings_that_sound_like_neither_command_settle_nothing(mandarin):
+    home = SentencesHome({"打開風扇": "fan", "打開吊燈": "pendant"})
+    scores = {"打開": -1.0, "打開風扇": -1.5, "打開吊燈": -1.6}
+    picked, why = pick_rescored(
+        ["打開"], home, lambda texts: [scores[t] for t in texts], sounds=mandarin.sounds_of
+    )
+    assert picked is None and "mean different things" in why  # da kai: in both
+
+
+def test_a_language_written_in_words_has_no_sounds_to_settle_by():
+    assert sound_likeness(lambda text: [], ["turn on the lamp"]) is None
+    assert sound_likeness(None, ["turn on the lamp"]) is None
 
 
 def test_a_rescored_sentence_far_below_what_was_heard_is_refused():
@@ -303,7 +340,7 @@ def test_a_found_sentence_no_reading_grounds_is_the_last_resort_never_a_rival():
 
 
 def test_the_second_tier_asks_the_home_nothing_it_asked_before():
-    from voiced_plugins.asr_whisper.listen.rescoring import Remembered
+    from voiced_plugins.asr_whisper.listen.state import Remembered
 
     asked: list[str] = []
 
@@ -312,7 +349,11 @@ def test_the_second_tier_asks_the_home_nothing_it_asked_before():
             asked.append(text)
             return super().command_meaning(text)
 
+        def skip_words(self) -> tuple[str, ...]:
+            return ("please",)
+
     home = Remembered(Home({"turn on the lamp": "on"}))
+    assert home.skip_words() == ("please",)  # every other question goes to the home
     for _ in range(2):
         assert home.command_meaning("turn on the lamp") == "on"
         assert home.command_meaning("turn on the lamb") is None

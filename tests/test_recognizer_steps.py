@@ -116,12 +116,34 @@ def test_an_improbable_mandarin_decode_is_left_to_the_home_steps_too():
     assert not decoder.asked("generate t")
 
 
-def test_an_improbable_decode_of_another_language_is_sampled_again():
+def test_an_improbable_decode_of_another_language_is_sampled_after_the_homes_first_look():
     table = {"first": [("Schalte das Lickt ein.", -1.4)], "t0.2": [(KITCHEN, -0.6)]}
-    decoder = TableDecoder(table)
+    decoder = TableDecoder(table, {"schalte das lickt ein": -0.4, **FAR})
     transcript, decision = listen(decoder, home(), language="de")
     assert transcript.text == KITCHEN and decision["step"] == "fallback"
     assert decoder.asked("generate t0.2")
+    assert steps(decision) == ["first", "fallback", "rescore", "fallback"]  # a command
+    assert decision["steps"][1]["outcome"].startswith("after the home's first look")
+
+
+def test_an_improbable_decode_the_homes_first_look_reads_as_a_command_is_not_sampled():
+    table = {"first": [(KITTEN, -1.4)], "t0.2": [(KITCHEN, -0.6)]}
+    scores = {"turn on the kitten lights": -0.5, "turn on the kitchen lights": -0.9}
+    decoder = TableDecoder(table, scores)
+    transcript, decision = listen(decoder, home(), language="de")
+    assert transcript.text == "turn on the kitchen lights" and decision["step"] == "rescore"
+    assert steps(decision) == ["first", "fallback", "rescore"]
+    assert not decoder.asked("generate t")
+
+
+def test_samples_drawn_after_the_first_look_are_read_by_the_rescoring_too():
+    table = {"first": [("Schalte das Lickt ein.", -1.4)], "t0.2": [(KITTEN, -0.6)]}
+    scores = {"turn on the kitten lights": -0.5, "turn on the kitchen lights": -0.9}
+    near = {"turn on the kitten lights": [KITCHEN]}  # nothing near the first reading
+    decoder = TableDecoder(table, scores)
+    transcript, decision = listen(decoder, home(near=near), language="de", retry=False)
+    assert steps(decision) == ["first", "fallback", "rescore", "fallback", "rescore"]
+    assert transcript.text == KITCHEN and decision["step"] == "rescore"
 
 
 def test_a_loop_is_sampled_again_even_where_the_home_steps_read_after_it():

@@ -148,6 +148,12 @@ class HomeGrammar(Protocol):
         the other script); a grammar without this question has none."""
         ...
 
+    def sounds_of(self, text: str) -> list[str]:
+        """The syllables of ``text`` by their sound (Mandarin: folded toneless pinyin), by
+        which a recognizer grounds what it found in what it heard and settles commands that
+        score alike; [] (or a grammar without this question) in a language written in words."""
+        ...
+
 
 @dataclass(frozen=True)
 class Step:

@@ -153,13 +153,15 @@ def pick_rescored(
     heard_names: frozenset[str] = frozenset(),
     skip: Collection[str] = (),
     ungrounded: Collection[str] = (),
+    sounds: Callable[[str], list[str]] | None = None,
 ) -> tuple[Rescored | None, str]:
     """The home's sentence the audio says, by the rules above, and why (or why none).
     ``references``: the free readings to measure against (the best-scored counts; default
     the top one of ``heard``). ``forms``: the surface forms a candidate is scored in, the
     best counting (``surface_forms``; default: the candidate as given). ``skip``: the
     home's words that mean nothing around a command (``unsaid_edges``). ``ungrounded``:
-    candidates no reading has a word of, held to ``DROP_FULL``."""
+    candidates no reading has a word of, held to ``DROP_FULL``. ``sounds``: the home
+    grammar's ``sounds_of``, which settles commands that score alike (``settled_by_sound``)."""
     candidates = [c for c in rescorer.command_candidates(heard) if c.strip()]
     if not candidates:
         return None, NOTHING_NEAR
@@ -167,9 +169,10 @@ def pick_rescored(
     scored = _Scored(score, forms)
     ranked = scored.rank(candidates, also=tuple(free_texts))
     free = max(score(free_texts))
-    winner, clash = _first_command(ranked[:CHECKS], rescorer, separation)
+    alike = Alike(rescorer, separation, sound_likeness(sounds, heard))
+    winner, clash = alike.first_command(ranked[:CHECKS])
     if winner is None and clash is None:
-        winner, clash, ranked = _other_first_words(ranked, rescorer, scored, separation)
+        winner, clash, ranked = _other_first_words(ranked, rescorer, scored, alike)
     if clash is not None:
         return None, clash
     if winner is None:
@@ -235,7 +238,7 @@ def _other_first_words(
     ranked: list[tuple[float, str]],
     rescorer: Rescorer,
     scored: _Scored,
-    separation: float,
+    alike: Alike,
 ) -> tuple[Any, str | None, list[tuple[float, str]]]:
     """When the best-scored mean nothing, their first word may be the slip ("in the back door
     locked" for "is the back door locked"): the rescorer's variants, scored and checked, and
@@ -248,7 +251,7 @@ def _other_first_words(
     if not offered:
         return None, None, ranked
     ranked = scored.rank(offered)
-    winner, clash = _first_command(ranked[:CHECKS], rescorer, separation)
+    winner, clash = alike.first_command(ranked[:CHECKS])
     return winner, clash, ranked
 
 
@@ -300,23 +303,84 @@ def _names_lost(heard_names: frozenset[str], text: str) -> list[str]:
     return sorted(name for name in heard_names if not any(kept(name, w) for w in words))
 
 
-def _first_command(
-    ranked: list[tuple[float, str]], rescorer: Rescorer, separation: float
-) -> tuple[tuple[float, str, Any] | None, str | None]:
-    """The best-scored command of ``ranked`` (score, text, meaning), or why none may win: one
-    scoring within ``separation`` of it means another thing."""
-    winner: tuple[float, str, Any] | None = None
-    for value, text in ranked:
-        if winner is not None and winner[0] - value >= separation:
-            break
-        meaning = rescorer.command_meaning(text)
-        if meaning is None:
-            continue
-        if winner is None:
-            winner = (value, text, meaning)
-        elif meaning != winner[2]:
-            return None, f"{winner[1]!r} and {text!r} score alike and mean different things"
-    return winner, None
+SOUND_LEAD = 0.1
+"""Least lead in sound likeness (``sound_likeness``) by which the readings settle commands
+of different meanings that score alike on the audio."""
+
+
+def sound_likeness(
+    sounds: Callable[[str], list[str]] | None, heard: list[str]
+) -> Callable[[str], float] | None:
+    """How like the readings ``heard`` a sentence sounds (0-1: difflib's ratio of the letters
+    of their syllables, the best reading counting), by the home grammar's ``sounds``
+    (Mandarin's folded pinyin); None where it hears none (a language written in words)."""
+    if sounds is None:
+        return None
+    readings = [" ".join(s) for s in map(sounds, heard) if s]
+    if not readings:
+        return None
+
+    def likeness(text: str) -> float:
+        said = " ".join(sounds(text))
+        return max(difflib.SequenceMatcher(None, said, r).ratio() for r in readings)
+
+    return likeness
+
+
+Candidate = tuple[float, str, Any]
+"""A command candidate: its score, its text, its meaning."""
+
+
+class Alike:
+    """The rule for candidates that score alike: the best-scored command wins unless one
+    within ``separation`` of it means another thing, and then only the readings' sounds
+    (``likeness``) may settle it."""
+
+    def __init__(
+        self,
+        rescorer: Rescorer,
+        separation: float,
+        likeness: Callable[[str], float] | None = None,
+    ) -> None:
+        self.rescorer, self.separation, self.likeness = rescorer, separation, likeness
+
+    def first_command(self, ranked: list[tuple[float, str]]) -> tuple[Candidate | None, str | None]:
+        """The best-scored command of ``ranked`` (score, text, meaning), or why none may
+        win: one scoring within ``separation`` of it means another thing, and the readings
+        do not sound clearly more like one meaning."""
+        near: list[Candidate] = []
+        for value, text in ranked:
+            if near and near[0][0] - value >= self.separation:
+                break
+            meaning = self.rescorer.command_meaning(text)
+            if meaning is not None:
+                near.append((value, text, meaning))
+        if not near:
+            return None, None
+        winner = near[0]
+        other = next((c for c in near if c[2] != winner[2]), None)
+        if other is None:
+            return winner, None
+        if settled := self.settled_by_sound(near):
+            return settled, None
+        return None, f"{winner[1]!r} and {other[1]!r} score alike and mean different things"
+
+    def settled_by_sound(self, near: list[Candidate]) -> Candidate | None:
+        """Of commands scoring alike (best first), the best-scored one of the meaning whose
+        sentences sound most like the readings, when it leads every other meaning's by
+        SOUND_LEAD; None without sounds or such a lead."""
+        if self.likeness is None:
+            return None
+        best: list[tuple[float, Candidate]] = []  # per meaning: its likeness, its first
+        for candidate in near:
+            like = self.likeness(candidate[1])
+            same = next((i for i, (_, c) in enumerate(best) if c[2] == candidate[2]), None)
+            if same is None:
+                best.append((like, candidate))
+            elif like > best[same][0]:
+                best[same] = (like, best[same][1])
+        best.sort(key=lambda lc: -lc[0])
+        return best[0][1] if best[0][0] - best[1][0] >= SOUND_LEAD else None
 
 
 EDGE_UNSAID = 10

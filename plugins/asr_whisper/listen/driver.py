@@ -1,7 +1,9 @@
 """The recognizer: the order of its steps, on one screen.
 
 quiet check -> first reading (N-best, the home's choice) -> temperature fallback ->
-rescoring with the constrained search -> prompted retry -> second look. Each step is a module
+rescoring with the constrained search -> prompted retry -> second look. In a language that is
+not lean, the fallback's samples of an improbable decode wait for the rescoring's first look
+and are drawn only where it found no command (then rescored in turn). Each step is a module
 of this package, asks only the ``Decoder`` and the ``HomeGrammar`` (voiced.api.recognition),
 and leaves its outcome and time in the utterance's ``Decision``. Once the anytime budget
 (``recognition.budget_s``) is spent, no further step runs and the constrained search grows
@@ -28,7 +30,7 @@ from .first import first_reading
 from .homes import Homes
 from .options import RecognitionOptions
 from .record import transcript
-from .rescoring import first_look
+from .rescoring import first_look, sampled_look
 from .retry import prompted_retry
 from .second_look import second_look
 from .state import FULL, Listening, Plan, Utterance
@@ -84,6 +86,11 @@ def home_steps(u: Utterance, s: Listening) -> None:
         s.heard_names = names_heard(s.hypotheses[0].text, u.home.prompt_words())
     if rescoring:
         run(u, s, "rescore", first_look)
+    if s.sample_later and s.unmatched:
+        run(u, s, "fallback", temperature_fallback)
+        s.unmatched = unmatched_speech(u, s)
+        if s.unmatched and rescoring:
+            run(u, s, "rescore", sampled_look)
     if s.unmatched and opts.retry:
         run(u, s, "retry", prompted_retry)
         if s.unmatched and rescoring:

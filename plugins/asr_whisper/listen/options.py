@@ -74,8 +74,8 @@ class Recognition(BaseModel):
         False,
         description="sample again every decode that fails Whisper's thresholds before the "
         "home steps (off: in English and Mandarin, a decode that is merely improbable is left "
-        "to rescoring and the retry, a loop is still sampled again; other languages and the "
-        "free profile always sample)",
+        "to rescoring and the retry, a loop is still sampled again; other languages sample "
+        "it after the rescoring's first look found no command; the free profile always samples)",
     )
     rescore_drop: float = Field(
         DROP,

@@ -3,8 +3,6 @@ with the constrained search's finds among them (../rescore.py, ../constrained.py
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from voiced.api.recognition import Hypothesis, NextLogprobs
@@ -35,12 +33,14 @@ def search(u: Utterance, s: Listening, window: Window, free: list[Hypothesis]) -
         return
     opts = u.options.recognition
     cut: list[bool] = []
+    if window.steps is None:
+        window.steps = u.decoder.next_logprobs(window.encoded)
     window.found = commands_found(
-        until_spent(u, u.decoder.next_logprobs(window.encoded), cut),
+        until_spent(u, window.steps, cut),
         u.decoder.tokenizer(u.language),
         u.grammar,
         [(h.text, h.avg_logprob) for h in free],
-        u.home,
+        u.asked,
         beam_of(u),
         opts.search_one_template,
         opts.search_first_words,
@@ -105,7 +105,8 @@ def pick(
     second = window.width != s.window.width and bool(s.retried)
     tops = [s.hypotheses[0].text, s.retried[0].text] if second else []
     picked, reason = None, NOTHING_NEAR
-    home = Remembered(u.home)
+    home = u.asked
+    sounds = getattr(u.home, "sounds_of", None)
     for found in tiers(window.found):
         picked, reason = pick_rescored(
             texts,
@@ -117,31 +118,11 @@ def pick(
             heard_names=s.heard_names,
             skip=skip,
             ungrounded=found.ungrounded if found is not None else (),
+            sounds=sounds,
         )
         if picked is not None:
             break
     return picked, reason
-
-
-class Remembered:
-    """The home as the rescoring asks it, each answer kept for the next tier (a strict match
-    costs ≈ 4 ms; the second tier asks again of the same sentences)."""
-
-    def __init__(self, home: Any) -> None:
-        self.home = home
-        self._candidates: dict[tuple[str, ...], list[str]] = {}
-        self._meanings: dict[str, Any] = {}
-
-    def command_candidates(self, texts: list[str]) -> list[str]:
-        key = tuple(texts)
-        if key not in self._candidates:
-            self._candidates[key] = self.home.command_candidates(texts)
-        return list(self._candidates[key])
-
-    def command_meaning(self, text: str) -> Any:
-        if text not in self._meanings:
-            self._meanings[text] = self.home.command_meaning(text)
-        return self._meanings[text]
 
 
 def tiers(found: Found | None) -> list[Found | None]:
@@ -151,6 +132,14 @@ def tiers(found: Found | None) -> list[Found | None]:
     if found is None or not found.ungrounded:
         return [found]
     return [found.grounded(), found]
+
+
+def sampled_look(u: Utterance, s: Listening) -> str:
+    """Rescoring of the fallback's samples, drawn after the first look found no command:
+    the search again in the same window (its steps as they were), bounded and grounded by
+    the samples' readings, then the pick among them."""
+    s.window.searched = False
+    return first_look(u, s)
 
 
 def first_look(u: Utterance, s: Listening) -> str:
