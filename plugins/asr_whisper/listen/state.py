@@ -10,14 +10,7 @@ from typing import Any
 import numpy as np
 
 from voiced.api.languages import counts_characters, primary
-from voiced.api.recognition import (
-    Decision,
-    Decode,
-    Decoder,
-    HomeGrammar,
-    Hypothesis,
-    NextLogprobs,
-)
+from voiced.api.recognition import Decision, Decode, Decoder, HomeGrammar, Hypothesis, NextLogprobs
 
 from ..common import SAMPLE_RATE
 from ..constrained import Found
