@@ -73,6 +73,8 @@ class Remembered:
         self._meanings: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
+        if name == "home":  # not set yet: no question to pass on
+            raise AttributeError(name)
         return getattr(self.home, name)
 
     def command_candidates(self, texts: list[str]) -> list[str]:
