@@ -169,7 +169,7 @@ def pick_rescored(
     scored = _Scored(score, forms)
     ranked = scored.rank(candidates, also=tuple(free_texts))
     free = max(score(free_texts))
-    alike = Alike(rescorer, separation, sound_likeness(sounds, heard))
+    alike = Alike(rescorer, separation, lambda: sound_likeness(sounds, heard))
     winner, clash = alike.first_command(ranked[:CHECKS])
     if winner is None and clash is None:
         winner, clash, ranked = _other_first_words(ranked, rescorer, scored, alike)
@@ -334,13 +334,13 @@ Candidate = tuple[float, str, Any]
 class Alike:
     """The rule for candidates that score alike: the best-scored command wins unless one
     within ``separation`` of it means another thing, and then only the readings' sounds
-    (``likeness``) may settle it."""
+    (``likeness``, made only when such a clash is met) may settle it."""
 
     def __init__(
         self,
         rescorer: Rescorer,
         separation: float,
-        likeness: Callable[[str], float] | None = None,
+        likeness: Callable[[], Callable[[str], float] | None] = lambda: None,
     ) -> None:
         self.rescorer, self.separation, self.likeness = rescorer, separation, likeness
 
@@ -369,11 +369,12 @@ class Alike:
         """Of commands scoring alike (best first), the best-scored one of the meaning whose
         sentences sound most like the readings, when it leads every other meaning's by
         SOUND_LEAD; None without sounds or such a lead."""
-        if self.likeness is None:
+        likeness = self.likeness()
+        if likeness is None:
             return None
         best: list[tuple[float, Candidate]] = []  # per meaning: its likeness, its first
         for candidate in near:
-            like = self.likeness(candidate[1])
+            like = likeness(candidate[1])
             same = next((i for i, (_, c) in enumerate(best) if c[2] == candidate[2]), None)
             if same is None:
                 best.append((like, candidate))
