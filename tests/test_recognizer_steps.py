@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
+import pytest
 from table_decoder import SPEECH, TableDecoder, TableHome, listen, steps
+from voiced_plugins.asr_whisper.listen.beside import scored_beside
 from voiced_plugins.asr_whisper.listen.options import RecognitionOptions
 from voiced_plugins.asr_whisper.listen.rescoring import beam_of, until_spent
-from voiced_plugins.asr_whisper.listen.state import FULL, Utterance
+from voiced_plugins.asr_whisper.listen.state import FULL, Utterance, Window
+
+from voiced.api.recognition import Hypothesis
 
 HOME = {
     "turn on the kitchen lights": "HassTurnOn light.kitchen",
@@ -29,6 +34,11 @@ CHATTER = "I left the kitchen lights on all night."
 
 def home(**tables) -> TableHome:
     return TableHome(dict(HOME), **tables)
+
+
+def utterance(decoder: TableDecoder, asked: TableHome | None) -> Utterance:
+    """An utterance of ``SPEECH`` on ``decoder``, asking the home ``asked``."""
+    return Utterance(decoder, asked, SPEECH, "en", RecognitionOptions(), FULL)
 
 
 # -- the first reading: N-best and the home's choice ------------------------------------------
@@ -196,6 +206,46 @@ def test_rescoring_refuses_two_commands_that_score_alike():
     transcript, _ = listen(decoder, home(), retry=False)
     assert transcript.text == KITTEN
     assert transcript.data["rescored"]["why"].endswith("score alike and mean different things")
+
+
+def test_the_homes_sentences_near_the_readings_are_scored_while_the_search_runs():
+    searching = threading.Event()
+
+    class Scoring(TableDecoder):
+        def forced_scores(self, encoded, language, texts, frames):
+            assert searching.wait(5), "scored before the search, not beside it"
+            return super().forced_scores(encoded, language, texts, frames)
+
+    scores = {"turn on the kitten lights": -0.5, "turn on the kitchen lights": -0.9}
+    u = utterance(Scoring({"first": [(KITTEN, -0.5)]}, scores), home())
+    window = Window(("encoded", 5), 5, 200)
+    with scored_beside(u, [Hypothesis(KITTEN, -0.5)], window):
+        searching.set()  # the search runs here
+    assert window.scores == {
+        KITTEN: -0.5,  # the top reading, which the home's sentences are measured against
+        "turn on the kitchen lights": -0.9,
+        "turn off the kitchen lights": -9.0,
+        "turn on the porch light": -9.0,
+    }
+
+
+def test_a_failure_of_the_scoring_beside_the_search_is_raised_not_lost():
+    class Broken(TableDecoder):
+        def forced_scores(self, encoded, language, texts, frames):
+            raise RuntimeError("the decoder failed")
+
+    u = utterance(Broken({"first": [(KITTEN, -0.5)]}), home())
+    heard, window = [Hypothesis(KITTEN, -0.5)], Window(("encoded", 5), 5, 200)
+    with pytest.raises(RuntimeError, match="the decoder failed"), scored_beside(u, heard, window):
+        pass
+
+
+def test_a_home_that_offers_no_nearby_sentences_is_not_scored_beside_the_search():
+    decoder = TableDecoder({"first": [(KITTEN, -0.5)]})
+    u = utterance(decoder, None)
+    with scored_beside(u, [Hypothesis(KITTEN, -0.5)], Window(("encoded", 5), 5, 200)):
+        pass
+    assert not decoder.asked("score")
 
 
 def test_rescoring_off_leaves_the_home_sentences_unscored():

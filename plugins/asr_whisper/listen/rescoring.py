@@ -1,5 +1,6 @@
 """Rescoring: the home's sentences near the readings, scored against the audio in one window,
-with the constrained search's finds among them (../rescore.py, ../constrained.py)."""
+with the constrained search's finds among them (../rescore.py, ../constrained.py; the
+sentences near the readings scored while the search runs: beside.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from ..rescore import (
     pick_rescored,
     surface_forms,
 )
+from .beside import scored_beside
 from .state import Listening, Utterance, Window
 
 
@@ -79,8 +81,10 @@ def rescore(
 ) -> Hypothesis | None:
     """The home's sentence near ``heard`` the audio says in ``window``, if any; ``free``: that
     window's own readings. A second look (another window, after the retry) measures against
-    the top reading of either decode, with the stricter limit."""
-    search(u, s, window, free)
+    the top reading of either decode, with the stricter limit. The intent stage's sentences
+    near ``heard`` are scored while the search runs (beside.py)."""
+    with scored_beside(u, heard, window):
+        search(u, s, window, free)
     picked, reason = pick(u, s, [h.text for h in heard], [h.text for h in free], window)
     s.rescored = picked.to_dict() if picked is not None else {"why": reason}
     s.rescored["window_s"] = window.width
