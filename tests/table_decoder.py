@@ -49,6 +49,7 @@ class TableDecoder:
     calls: list[str] = field(default_factory=list)
     name: str = "table"
     multilingual: bool = False
+    scores_beside_steps: bool = True
 
     def tokenizer(self, language: str | None) -> Any:
         raise AssertionError("the table home has no word graph: no tokens are asked")

@@ -121,6 +121,8 @@ def test_the_cpu_engine_searches_with_the_steps_when_its_profile_searches(float3
     try:
         assert isinstance(searching._steps, StepDecoder)
         assert free._steps is None  # no search, no decoder weights held
+        # align (CTranslate2's threads) beside the numpy steps; in float32 both are numpy
+        assert searching.scores_beside_steps and not float32_engine.scores_beside_steps
         # scores: int8 from align (the rescoring's limits were chosen on them), float32 alike
         tokenizer = searching.tokenizer(None)
         texts = ["Set the kitchen light to 40 percent.", "turn on the kitchen light"]

@@ -240,12 +240,16 @@ def test_a_failure_of_the_scoring_beside_the_search_is_raised_not_lost():
         pass
 
 
-def test_a_home_that_offers_no_nearby_sentences_is_not_scored_beside_the_search():
-    decoder = TableDecoder({"first": [(KITTEN, -0.5)]})
-    u = utterance(decoder, None)
-    with scored_beside(u, [Hypothesis(KITTEN, -0.5)], Window(("encoded", 5), 5, 200)):
+def test_nothing_is_scored_beside_the_search_without_nearby_sentences_or_a_gain():
+    heard, window = [Hypothesis(KITTEN, -0.5)], Window(("encoded", 5), 5, 200)
+    no_home = TableDecoder({"first": [(KITTEN, -0.5)]})
+    with scored_beside(utterance(no_home, None), heard, window):
         pass
-    assert not decoder.asked("score")
+    # a decoder whose scores and steps share its threads (torch) scores after the search
+    shared = TableDecoder({"first": [(KITTEN, -0.5)]}, scores_beside_steps=False)
+    with scored_beside(utterance(shared, home()), heard, window):
+        pass
+    assert not no_home.asked("score") and not shared.asked("score")
 
 
 def test_rescoring_off_leaves_the_home_sentences_unscored():

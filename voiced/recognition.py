@@ -109,6 +109,13 @@ class Decoder(Protocol):
         """Constrained next-token steps in ``encoded`` (the grammar search's one question)."""
         ...
 
+    @property
+    def scores_beside_steps(self) -> bool:
+        """Whether ``forced_scores`` may run on another thread while ``next_logprobs``' steps
+        run and gain by it (they use other resources: CTranslate2's ``align`` beside the
+        numpy steps); not where they share one model's threads (torch, a GPU)."""
+        ...
+
     def transcribe_long(self, samples: np.ndarray, language: str | None, data: dict) -> Any:
         """A ``Transcript`` of audio longer than one window (the engine's long-form loop)."""
         ...

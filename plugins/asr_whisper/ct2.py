@@ -122,6 +122,12 @@ class WhisperCt2Asr:
     def multilingual(self) -> bool:
         return bool(self._model.model.is_multilingual)
 
+    @property
+    def scores_beside_steps(self) -> bool:
+        """The numpy steps (a CPU core) beside ``align`` (CTranslate2's threads): yes; not in
+        float32, where both are numpy, nor where both are CTranslate2's (a GPU)."""
+        return self._steps is not None and self.compute_type != "float32"
+
     def transcribe(self, audio: bytes, language: str | None = None) -> Transcript:
         if self._model is None:
             raise RuntimeError(f"{self.name}: transcribe() before load()")

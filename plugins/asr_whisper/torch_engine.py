@@ -138,6 +138,9 @@ class WhisperTransformersAsr:
         self.model: Any = None
         self.processor: Any = None
         self.multilingual = False
+        self.scores_beside_steps = False
+        """Forced scores and the search's steps share torch's threads (and a GPU): one at a
+        time (the held-out set on the CPU: the rescoring ×1.29 with them side by side)."""
         self.max_length = 448
         self._torch: Any = None
         self._calls: DecoderCalls | None = None

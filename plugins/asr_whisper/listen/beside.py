@@ -25,7 +25,7 @@ def scored_beside(u: Utterance, heard: list[Hypothesis], window: Window) -> Iter
     """While the body runs, the home's sentences near ``heard`` (and its top reading, which
     they are measured against) are scored in ``window`` on another thread; on leaving, that
     scoring has ended, and what it raised is raised (unless the body raised first)."""
-    if not heard or not has(u.home, "command_candidates"):
+    if not heard or not has(u.home, "command_candidates") or not u.decoder.scores_beside_steps:
         yield
         return
     texts = [h.text for h in heard]
