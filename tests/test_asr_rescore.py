@@ -147,9 +147,30 @@ def test_readings_that_sound_like_neither_command_settle_nothing(mandarin):
     assert picked is None and "mean different things" in why  # da kai: in both
 
 
-def test_a_language_written_in_words_has_no_sounds_to_settle_by():
-    assert sound_likeness(lambda text: [], ["turn on the lamp"]) is None
-    assert sound_likeness(None, ["turn on the lamp"]) is None
+def test_in_a_language_written_in_words_the_readings_letters_settle_commands_scoring_alike():
+    """tiny.en's "Turn off the world's guns." for espeak-ng's "turn off the wall sconce" in a
+    home whose weather is the Forecast: the search found both, scored alike; the prompted
+    retry's reading, "Turn off the walls cons.", spells the sconce."""
+    said, other = "Turn off the wall sconce", "Turn off the forecast"
+    home = SentencesHome({said: "sconce", other: "forecast"})
+    scores = {"Turn off the world's guns.": -0.49, said: -2.09, other: -2.2}
+    score = lambda texts: [scores[t] for t in texts]  # noqa: E731
+    first = ["Turn off the world's guns."]
+    picked, why = pick_rescored(first, home, score)
+    assert picked is None and "mean different things" in why  # as like the one as the other
+    for sounds in (None, lambda text: []):  # a grammar that hears no syllables
+        readings = [*first, "Turn off the walls cons."]
+        picked, why = pick_rescored(readings, home, score, sounds=sounds)
+        assert picked is not None and picked.text == said, why
+
+
+def test_readings_as_like_one_command_as_another_settle_nothing():
+    home = SentencesHome({"turn on the lamp": "on", "turn off the lamp": "off"})
+    scores = {"turn of the lamp": -0.5, "turn on the lamp": -0.9, "turn off the lamp": -1.0}
+    score = lambda texts: [scores[t] for t in texts]  # noqa: E731
+    picked, why = pick_rescored(["turn of the lamp"], home, score)
+    assert picked is None and "mean different things" in why
+    assert sound_likeness(None, ["", "..."]) is None  # readings that say no word
 
 
 def test_a_rescored_sentence_far_below_what_was_heard_is_refused():

@@ -54,6 +54,15 @@ def test_a_candidate_is_also_written_with_the_skip_phrase_the_top_reading_opens_
     assert not any(form.startswith("So") for form in unskipped)  # no skip words: no opening
 
 
+def test_a_long_number_is_also_scored_grouped_as_a_reading_groups_it():
+    forms = surface_forms(["Let's trip temperature 3,900 Kelvin"])
+    written = forms("led strip temperature 3900 kelvin")
+    assert "Led strip temperature 3,900 Kelvin" in written and written[0].endswith("3900 kelvin")
+    german = surface_forms(["Stehlampe auf 6.000 Kelvin."])("stehlampe auf 6000 kelvin")
+    assert "Stehlampe auf 6.000 Kelvin." in german
+    assert not any("," in f for f in surface_forms(["Set it to 3900"])("set it to 3900"))
+
+
 def test_the_opening_of_a_reading_is_its_longest_skip_phrase_as_written():
     skip = ("could", "could you", "um", "i'd like you to")
     assert opening_of("Could you turn on the light?", skip) == "Could you"

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import home_assistant_intents
 import pytest
 import yaml
+from home_stages import home_hassil
 from voiced_plugins.handle_builtin import ResponsesHandler, ResponsesOptions
 from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 from voiced_plugins.intent_hassil.wording import reworded
@@ -259,6 +260,19 @@ def test_chinese_numerals_become_digits_only_before_a_unit():
     assert reworded("十分好", "zh-CN") == "十分好"  # "very good"
     assert reworded("Stelle einen 5-Minuten-Timer", "de") == "Stelle einen 5 Minuten Timer"
     assert reworded("set a timer for 5 minutes", "en") == "set a timer for 5 minutes"
+
+
+def test_a_number_whisper_writes_with_its_thousands_grouped_is_one_number():
+    assert reworded("Led Strip temperature 3,900 Kelvin", "en").endswith(" 3900 Kelvin")
+    assert reworded("Stehlampe Farbtemperatur 3.900 Kelvin", "de").endswith(" 3900 Kelvin")
+    assert reworded("Stelle die Temperatur auf 21,5 Grad", "de").endswith(" 21,5 Grad")  # a decimal
+    assert reworded("a 1.500 and a 12,34", "en") == "a 1.500 and a 12,34"
+    english = home_hassil(fuzzy=True)
+    try:
+        found = english.recognize("Kitchen light temperature 2,700 Kelvin.")
+        assert found is not None and found.slots["temperature"] == 2700
+    finally:
+        english.close()
 
 
 @pytest.mark.parametrize(

@@ -96,6 +96,8 @@ class Rescored:
 
 
 _NUMBER = re.compile(r"\d+")
+_GROUPED_NUMBER = re.compile(r"\d{1,3}([,.])\d{3}(?!\d)")
+_LONG_NUMBER = re.compile(r"(?<![\d.,])\d{4,}(?![\d.,]?\d)")
 _MARKS = re.compile(r"[.?!。？！…]+$")
 _EDGES = "\"'.,;:!?¿¡。，？！"
 
@@ -110,8 +112,10 @@ def surface_forms(heard: list[str], skip: Collection[str] = ()) -> Callable[[str
     for what the audio says. Where the top reading opens with one of the home's ``skip``
     phrases ("So, it's a garage door."), a candidate that opens with none is scored with it
     too: the audio says it, and a rival found with it ("So, what is the garage door") must
-    not win by that alone."""
+    not win by that alone. Where a reading groups a number's thousands ("3,900 Kelvin"), a
+    candidate's numbers of four digits and more are scored so grouped too."""
     top = heard[0].split() if heard else []
+    separator = next((m[1] for text in heard if (m := _GROUPED_NUMBER.search(text))), "")
     opening = opening_of(heard[0], skip) if heard else ""
     cased = {w.strip(_EDGES).casefold(): w.strip(_EDGES) for w in reversed(top[1:])}
     marks = [m[0] for text in heard if (m := _MARKS.search(text.strip()))]
@@ -126,9 +130,17 @@ def surface_forms(heard: list[str], skip: Collection[str] = ()) -> Callable[[str
         bases = list(dict.fromkeys([given, " ".join(words)]))
         if opening and not opening_of(given, skip):
             bases.append(" ".join([opening, *(cased.get(w.casefold(), w) for w in given.split())]))
+        if separator:
+            bases = list(dict.fromkeys([*bases, *(grouped(base, separator) for base in bases)]))
         return [*bases, *(base + end for base in bases for end in endings)]
 
     return forms
+
+
+def grouped(text: str, separator: str) -> str:
+    """``text`` with its numbers of four digits and more written with their thousands grouped
+    by ``separator`` ("3900" -> "3,900")."""
+    return _LONG_NUMBER.sub(lambda m: f"{int(m[0]):,}".replace(",", separator), text)
 
 
 def opening_of(text: str, skip: Collection[str]) -> str:
@@ -313,9 +325,11 @@ def sound_likeness(
 ) -> Callable[[str], float] | None:
     """How like the readings ``heard`` a sentence sounds (0-1: difflib's ratio of the letters
     of their syllables, the best reading counting), by the home grammar's ``sounds``
-    (Mandarin's folded pinyin); None where it hears none (a language written in words)."""
-    if sounds is None:
-        return None
+    (Mandarin's folded pinyin), or by the letters of their words where the grammar hears no
+    syllables (a language written in words: "Turn off the world's guns." is the wall sconce,
+    not the forecast); None where the readings say nothing."""
+    if sounds is None or not any(sounds(text) for text in heard):
+        sounds = words_of
     readings = [" ".join(s) for s in map(sounds, heard) if s]
     if not readings:
         return None
@@ -325,6 +339,11 @@ def sound_likeness(
         return max(difflib.SequenceMatcher(None, said, r).ratio() for r in readings)
 
     return likeness
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text``, casefolded: the sounds of a language written in words."""
+    return WORD.findall(text.casefold())
 
 
 Candidate = tuple[float, str, Any]

@@ -257,8 +257,9 @@ class HassilIntent:
             return self._sound_candidates(texts, limit)
         found: dict[str, float] = {}
         for text in texts:
-            heard = phonemes.respelled(normalize(text), self.graph)
-            if heard != normalize(text):  # homophones put right (a strict match or not)
+            written = self.cleaned(text)
+            heard = phonemes.respelled(written, self.graph)
+            if heard != written:  # homophones put right (a strict match or not)
                 found.setdefault(heard.casefold(), 0.0)
             for candidate in self.graph.candidates(heard, self.skip_words(), 48, wide=True):
                 found[candidate.text] = min(found.get(candidate.text, 9.0), candidate.cost)

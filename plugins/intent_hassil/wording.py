@@ -7,6 +7,8 @@ Home Assistant's sentences spell a language one way; people and Whisper spell it
   unit become digits (cn2an, ``voiced[languages]``), and a digit run gets a space after it
   before a time unit (not before 度 or %, which the templates glue on).
 * German: a duration glued to its noun ("5-Minuten-Timer") comes apart ("5 Minuten Timer").
+* Every language: a number Whisper writes with its thousands grouped ("3,900 Kelvin",
+  German "3.900 Kelvin") is one number ("3900"), as the templates' ranges read it.
 * Every language: politeness and filler words ("请", "帮我…一下", "bitte", "mal") are hassil
   skip words: dropped when a template does not say them, kept when one does ("说一下").
 """
@@ -38,6 +40,12 @@ _NUMERALS_AT_END = re.compile(rf"(?<=[到为成至])[{_NUMERAL}]+$")
 _DIGITS_BEFORE_TIME_UNIT = re.compile(r"(\d+)\s*(?=分钟|分|秒|小时|个|钟头)")
 _CJK_BEFORE_DIGITS = re.compile(r"(?<=[\u3400-\u9fff])(?=\d)")
 _INNER_PUNCTUATION = re.compile(r"[，、；：,;:。！？!?]+")
+DECIMAL_COMMA = frozenset(("de", "fr", "es", "it", "nl", "pt", "ru", "pl", "sv", "da", "nb", "fi"))
+"""Languages that write a decimal comma and group thousands with a point ("3.900,5")."""
+_GROUPED = {
+    separator: re.compile(rf"(?<![\d.,])\d{{1,3}}(?:{re.escape(separator)}\d{{3}})+(?![.,]?\d)")
+    for separator in ",."
+}
 _GLUED_DURATION = re.compile(
     r"\b(\d+|\w+?)-(Sekunden|Minuten|Stunden)-(Timer|Wecker)\b", re.IGNORECASE
 )
@@ -51,11 +59,19 @@ def skip_words(language: str) -> tuple[str, ...]:
 def reworded(text: str, language: str) -> str:
     """``text`` with its numbers and units spelled as ``language``'s templates spell them."""
     tag = primary(language)
+    text = ungrouped(text, tag)
     if tag == "zh":
         return _chinese(text)
     if tag == "de":
         return _GLUED_DURATION.sub(r"\1 \2 \3", text)
     return text
+
+
+def ungrouped(text: str, language: str) -> str:
+    """``text`` with each number whose thousands are grouped as ``language`` groups them
+    ("3,900"; German "3.900") written as one digit run ("3900"); a decimal ("21,5") kept."""
+    separator = "." if primary(language) in DECIMAL_COMMA else ","
+    return _GROUPED[separator].sub(lambda m: m[0].replace(separator, ""), text)
 
 
 def _digits(numerals: str) -> str:
