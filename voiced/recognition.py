@@ -158,7 +158,8 @@ class HomeGrammar(Protocol):
     def sounds_of(self, text: str) -> list[str]:
         """The syllables of ``text`` by their sound (Mandarin: folded toneless pinyin), by
         which a recognizer grounds what it found in what it heard and settles commands that
-        score alike; [] (or a grammar without this question) in a language written in words."""
+        score alike; [] (or a grammar without this question) in a language written in words,
+        where the recognizer settles them by the readings' letters."""
         ...
 
 
