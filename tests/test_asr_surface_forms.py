@@ -63,6 +63,23 @@ def test_a_long_number_is_also_scored_grouped_as_a_reading_groups_it():
     assert not any("," in f for f in surface_forms(["Set it to 3900"])("set it to 3900"))
 
 
+def test_a_number_a_reading_groups_is_the_number_it_says_and_its_rivals_are_grouped_alike():
+    heard = ["Let's trip temperature 3,900 Kelvin"]
+    grouped_form = {heard[0]: -0.4, "Led strip temperature 3,900 Kelvin": -0.8}
+    home = SentencesHome({"led strip temperature 3900 kelvin": "3900"})
+    picked, why = pick_rescored(
+        heard, home, lambda texts: [grouped_form.get(t, -3.0) for t in texts],
+        forms=surface_forms(heard),
+    )  # fmt: skip
+    assert picked is not None and picked.form == "Led strip temperature 3,900 Kelvin", why
+    other = {**grouped_form, "Led strip temperature 3,800 Kelvin": -0.75}
+    home = SentencesHome({"led strip temperature 3800 kelvin": "3800"})
+    picked, why = pick_rescored(
+        heard, home, lambda texts: [other.get(t, -3.0) for t in texts], forms=surface_forms(heard)
+    )
+    assert picked is None and "3800 or 3900?" in why  # the rival written "3,900", as heard
+
+
 def test_the_opening_of_a_reading_is_its_longest_skip_phrase_as_written():
     skip = ("could", "could you", "um", "i'd like you to")
     assert opening_of("Could you turn on the light?", skip) == "Could you"

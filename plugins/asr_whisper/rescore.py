@@ -95,7 +95,8 @@ class Rescored:
         }
 
 
-_NUMBER = re.compile(r"\d+")
+_NUMBER = re.compile(r"\d{1,3}(?:[,.]\d{3})+(?!\d)|\d+")
+"""A number in digits, its thousands grouped ("3,900", "3.900") or not."""
 _GROUPED_NUMBER = re.compile(r"\d{1,3}([,.])\d{3}(?!\d)")
 _LONG_NUMBER = re.compile(r"(?<![\d.,])\d{4,}(?![\d.,]?\d)")
 _MARKS = re.compile(r"[.?!。？！…]+$")
@@ -489,7 +490,7 @@ def _number_rival(
             continue
         others = [n for n in asked if n != number]
         said, spelled = _written_as(written, number, others)
-        rivals = score([said.sub(other, form, count=1) for other in spelled])
+        rivals = score([said.sub(lambda m, o=o: _like(o, m[0]), form, 1) for o in spelled])
         rival, other = max(zip(rivals, spelled, strict=True))
         if value - rival < separation:
             return f"{text!r}: {written} or {other}? they score {value - rival:.2f} apart"
@@ -498,11 +499,19 @@ def _number_rival(
 
 def _written_as(written: str, number: str, others: list[str]) -> tuple[re.Pattern[str], list[str]]:
     """Where ``number`` is written (as ``written``) in a sentence, and the ``others`` written
-    as it is: digits, or Chinese numerals."""
-    if written == number:
-        return re.compile(rf"(?<!\d){number}(?!\d)"), others
+    as it is: digits (found with its thousands grouped or not), or Chinese numerals."""
+    if re.sub(r"[,.]", "", written) == number:
+        writings = dict.fromkeys([written, number, grouped(number, ","), grouped(number, ".")])
+        return re.compile(rf"(?<!\d)(?:{'|'.join(map(re.escape, writings))})(?!\d)"), others
     said = re.compile(rf"(?<![{CHINESE_NUMERALS}]){written}(?![{CHINESE_NUMERALS}])")
     return said, [chinese_numerals(int(n)) or n for n in others if n.isdigit()]
+
+
+def _like(other: str, written: str) -> str:
+    """``other`` with its thousands grouped as ``written`` groups them ("3,900": 3800 ->
+    "3,800"), else as it is."""
+    separator = next((c for c in written if c in ",."), "")
+    return grouped(other, separator) if separator else other
 
 
 _CHINESE_NUMBER = re.compile(
@@ -513,9 +522,10 @@ _CHINESE_NUMBER = re.compile(
 
 
 def numbers_in(text: str) -> list[tuple[str, str]]:
-    """The numbers ``text`` writes, each as written and in digits: digit runs, and Chinese
-    numerals that count something ("设置十分钟的计时器": ("十", "10"))."""
-    found = [(m[0], m[0]) for m in _NUMBER.finditer(text)]
+    """The numbers ``text`` writes, each as written and in digits: digit runs, their
+    thousands grouped or not ("3,900": ("3,900", "3900")), and Chinese numerals that count
+    something ("设置十分钟的计时器": ("十", "10"))."""
+    found = [(m[0], re.sub(r"[,.]", "", m[0])) for m in _NUMBER.finditer(text)]
     for m in _CHINESE_NUMBER.finditer(text):
         value = chinese_number(m[0])
         if isinstance(value, int):
