@@ -17,9 +17,15 @@ from voiced.api.intents import Transcript
 SAMPLE_RATE = 16000
 WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)*|%", re.UNICODE)
 """A word of a transcript (apostrophes inside it kept), or "%"."""
+
 FULL_WINDOW_S = 30
 HOP_SAMPLES = 160
 """Samples a log-mel frame advances by (100 frames a second)."""
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` (``WORD``), casefolded."""
+    return WORD.findall(text.casefold())
 
 
 class WhisperOptions(BaseModel):

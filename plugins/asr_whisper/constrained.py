@@ -35,7 +35,7 @@ import numpy as np
 
 from voiced.api.recognition import NextLogprobs, has
 
-from .common import WORD
+from .common import words_of
 
 START, END, NUMBER, ANY = "<s>", "</s>", "<#>", "<*>"
 OPEN = "\x01"
@@ -572,8 +572,7 @@ def grounded(text: str, heard: list[str]) -> bool:
     limit as "what can I say"."""
 
     def words(sentence: str) -> set[str]:
-        found = WORD.findall(sentence.casefold())
-        return {w for w in found if len(w) >= GROUNDING_LETTERS}
+        return {w for w in words_of(sentence) if len(w) >= GROUNDING_LETTERS}
 
     said = words(text)
     return any(said & words(reading) for reading in heard)
@@ -590,7 +589,7 @@ def groundable(sentence: str, spaced: bool, sounds: Callable[[str], list[str]] |
     on") says too little of the audio to be taken on its score alone."""
     if not spaced and callable(sounds):
         return len(set(sounds(sentence))) >= GROUNDING_SYLLABLES
-    return any(len(w) >= GROUNDING_LETTERS for w in WORD.findall(sentence.casefold()))
+    return any(len(w) >= GROUNDING_LETTERS for w in words_of(sentence))
 
 
 def grounded_by_sound(said: list[str], heard: list[list[str]]) -> bool:

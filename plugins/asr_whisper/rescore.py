@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 from voiced.api.languages import CHINESE_NUMERALS, chinese_number, chinese_numerals
 
-from .common import WORD
+from .common import WORD, words_of
 
 NOTHING_NEAR = "no sentence of this home near what was heard"
 """Why no rescoring: the home has no sentence near the readings, nor did the search find one."""
@@ -287,7 +287,7 @@ def _keeping_names(
 
 
 def _name_words(text: str) -> set[str]:
-    return {w.removesuffix("s") for w in WORD.findall(text.casefold())}
+    return {w.removesuffix("s") for w in words_of(text)}
 
 
 NAME_KEPT = 0.6
@@ -329,22 +329,18 @@ def sound_likeness(
     (Mandarin's folded pinyin), or by the letters of their words where the grammar hears no
     syllables (a language written in words: "Turn off the world's guns." is the wall sconce,
     not the forecast); None where the readings say nothing."""
-    if sounds is None or not any(sounds(text) for text in heard):
-        sounds = words_of
-    readings = [" ".join(s) for s in map(sounds, heard) if s]
-    if not readings:
+    for hear in [h for h in (sounds, words_of) if h is not None]:  # then the words' letters
+        readings = [" ".join(s) for s in map(hear, heard) if s]
+        if readings:
+            break
+    else:
         return None
 
     def likeness(text: str) -> float:
-        said = " ".join(sounds(text))
+        said = " ".join(hear(text))
         return max(difflib.SequenceMatcher(None, said, r).ratio() for r in readings)
 
     return likeness
-
-
-def words_of(text: str) -> list[str]:
-    """The words of ``text``, casefolded: the sounds of a language written in words."""
-    return WORD.findall(text.casefold())
 
 
 Candidate = tuple[float, str, Any]
@@ -500,11 +496,16 @@ def _number_rival(
 def _written_as(written: str, number: str, others: list[str]) -> tuple[re.Pattern[str], list[str]]:
     """Where ``number`` is written (as ``written``) in a sentence, and the ``others`` written
     as it is: digits (found with its thousands grouped or not), or Chinese numerals."""
-    if re.sub(r"[,.]", "", written) == number:
+    if _ungrouped(written) == number:
         writings = dict.fromkeys([written, number, grouped(number, ","), grouped(number, ".")])
         return re.compile(rf"(?<!\d)(?:{'|'.join(map(re.escape, writings))})(?!\d)"), others
     said = re.compile(rf"(?<![{CHINESE_NUMERALS}]){written}(?![{CHINESE_NUMERALS}])")
     return said, [chinese_numerals(int(n)) or n for n in others if n.isdigit()]
+
+
+def _ungrouped(number: str) -> str:
+    """A number in digits less its thousands' separators ("3,900" -> "3900")."""
+    return number.replace(",", "").replace(".", "")
 
 
 def _like(other: str, written: str) -> str:
@@ -525,7 +526,7 @@ def numbers_in(text: str) -> list[tuple[str, str]]:
     """The numbers ``text`` writes, each as written and in digits: digit runs, their
     thousands grouped or not ("3,900": ("3,900", "3900")), and Chinese numerals that count
     something ("设置十分钟的计时器": ("十", "10"))."""
-    found = [(m[0], re.sub(r"[,.]", "", m[0])) for m in _NUMBER.finditer(text)]
+    found = [(m[0], _ungrouped(m[0])) for m in _NUMBER.finditer(text)]
     for m in _CHINESE_NUMBER.finditer(text):
         value = chinese_number(m[0])
         if isinstance(value, int):
