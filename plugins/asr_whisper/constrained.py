@@ -38,6 +38,8 @@ from voiced.api.recognition import NextLogprobs, has
 from .common import words_of
 
 START, END, NUMBER, ANY = "<s>", "</s>", "<#>", "<*>"
+TAIL = "<tail>"
+"""Where a tail's search starts (``TokenGrammar.anywhere``): before any word of the graph."""
 OPEN = "\x01"
 """Marks an opening phrase's word in the search (``TokenGrammar.opening``): no graph word."""
 BEAM = 24
@@ -152,6 +154,13 @@ class TokenGrammar:
         for word in (START, *self.following, *self.opening):
             self.after(word)
         self.start(True)
+        self.anywhere()
+
+    def anywhere(self) -> _Node:
+        """The trie of every word the graph has after another: what a sentence's tail may
+        start with, after a first word the decoder misheard (tails.py)."""
+        words = {w for nxt in self.following.values() for w in nxt} - {END, ANY}
+        return self._trie(frozenset(words))
 
     def ends(self, word: str) -> bool:
         return END in self.following.get(word, ())
@@ -160,7 +169,7 @@ class TokenGrammar:
         """The templates (bits) that still say a sentence after ``word`` follows ``before``
         in it, of those that said it so far (``said``); -1: the graph does not tell. An
         opening phrase is said before any template: what follows it opens one."""
-        if self.templates is None or word in self.opening:
+        if self.templates is None or word in self.opening or before == TAIL:
             return said
         if before in self.opening:
             before = START
@@ -247,6 +256,7 @@ def constrained_decode(
     first: list[np.ndarray] | None = None,
     one_template: bool = True,
     openings: bool = False,
+    after: tuple[int, ...] = (),
 ) -> list[Constrained]:
     """The best sentences of the grammar for this audio (``steps``: the decoder's next-token
     log-probabilities in one utterance's window), best first by mean log-probability a
@@ -256,11 +266,16 @@ def constrained_decode(
     ``first`` (a list) receives the first token's log-probabilities. ``one_template``: every
     word pair of a sentence from one template (the graph's pairs alone mix templates: "what
     is the" + "the next" gave "what is the next"). ``openings``: the grammar's opening
-    phrases may come first ("Could you ...")."""
+    phrases may come first ("Could you ..."). ``after``: tokens the decoder is held to first
+    (a first word it misheard, tails.py): the search finds the rest of a sentence, from any
+    word of the graph, and each found sentence's ``opening`` is their text."""
     fits = grammar.fits if one_template else (lambda said, before, word: -1)
-    search = _Search(grammar, fits, free_logprob - PRUNE)
+    search = _Search(grammar, fits, free_logprob - PRUNE, len(after))
     prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
-    beams = [_Beam((), 0.0, START, grammar.start(openings))]
+    if after:
+        beams = [_Beam(after, 0.0, TAIL, grammar.anywhere(), opened=len(after))]
+    else:
+        beams = [_Beam((), 0.0, START, grammar.start(openings))]
     for step in range(max_tokens):
         if not beams:
             break
@@ -290,6 +305,8 @@ class _Search:
     fits: Callable[[int, str, str], int]
     floor: float
     """Least mean log-probability a token of a partial sentence past ``PRUNE_AFTER``."""
+    held: int = 0
+    """Tokens the decoder was held to before the search (``after``): not the sentence's."""
     done: dict[tuple[int, ...], tuple[float, float, int]] = field(default_factory=dict)
     """Finished sentences' tokens -> (mean, end) log-probability and opening words."""
 
@@ -326,7 +343,7 @@ class _Search:
         if not self.fits(said, word, END):
             return
         ending = max(float(row[t]) for t in self.grammar.end_tokens)
-        mean = (b.logprob + ending) / (len(b.tokens) + 1)
+        mean = (b.logprob + ending) / (len(b.tokens) - self.held + 1)
         done = (mean, ending, b.opened)
         self.done[b.tokens] = max(self.done.get(b.tokens, (-99.0, 0.0, 0)), done)
 

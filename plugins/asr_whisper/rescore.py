@@ -35,6 +35,8 @@ from .common import WORD, words_of
 
 NOTHING_NEAR = "no sentence of this home near what was heard"
 """Why no rescoring: the home has no sentence near the readings, nor did the search find one."""
+NO_COMMAND = "none of the {} nearest sentences is a command here"
+"""Why no rescoring: of the sentences near the readings, none is a command here."""
 
 DROP = 2.0
 """Most mean log-probability a token a candidate may score below the free reading, on the
@@ -155,6 +157,12 @@ def opening_of(text: str, skip: Collection[str]) -> str:
     return ""
 
 
+def no_command_near(reason: str) -> bool:
+    """Whether ``pick_rescored`` took nothing because no command was near what was heard
+    (``reason``), not because one scored too far below, alike another or left words unsaid."""
+    return reason == NOTHING_NEAR or re.fullmatch(NO_COMMAND.format(r"\d+"), reason) is not None
+
+
 def pick_rescored(
     heard: list[str],
     rescorer: Rescorer,
@@ -189,7 +197,7 @@ def pick_rescored(
     if clash is not None:
         return None, clash
     if winner is None:
-        return None, f"none of the {len(scored.best)} nearest sentences is a command here"
+        return None, NO_COMMAND.format(len(scored.best))
     value, text, meaning = winner
     if lost := _names_lost(heard_names, text):
         keeping = _keeping_names(ranked, rescorer, heard_names, value, meaning, separation)

@@ -124,6 +124,13 @@ class Recognition(BaseModel):
         description="with constrained: a sentence the search finds may open with the "
         "home's skip words ('could you', 'um', 'please'), as said before a command",
     )
+    search_tails: bool = Field(
+        True,
+        description="with constrained: where the rescoring takes no command, search what "
+        "follows the reading's first word among the home's words, and offer it the "
+        "commands that put the home's first words before what was found (a misheard "
+        "first word: 'Liechne ist es.' for 'Wie spät ist es?')",
+    )
     budget_s: float | None = Field(
         BUDGET_S,
         gt=0.0,

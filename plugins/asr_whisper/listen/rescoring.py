@@ -1,6 +1,7 @@
 """Rescoring: the home's sentences near the readings, scored against the audio in one window,
 with the constrained search's finds among them (../rescore.py, ../constrained.py; the
-sentences near the readings scored while the search runs: beside.py)."""
+sentences near the readings scored while the search runs: beside.py), and where none is
+taken, the tail search's (../tails.py)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,11 @@ from ..rescore import (
     DROP_FULL,
     NOTHING_NEAR,
     Rescored,
+    no_command_near,
     pick_rescored,
     surface_forms,
 )
+from ..tails import tail_commands
 from .beside import scored_beside
 from .state import Listening, Utterance, Window
 
@@ -90,6 +93,8 @@ def rescore(
     s.rescored["window_s"] = window.width
     if window.found is not None:
         s.rescored["constrained"] = window.found.commands
+    if window.tails_searched:
+        s.rescored["tails"] = window.tails.commands if window.tails is not None else []
     if picked is None:
         return None
     s.decision.why = "rescored: " + picked.why
@@ -100,7 +105,8 @@ def pick(
     u: Utterance, s: Listening, texts: list[str], free: list[str], window: Window
 ) -> tuple[Rescored | None, str]:
     """``pick_rescored`` in ``window`` for the readings ``texts`` (``free``: the window's own),
-    from the search's finds in ``tiers``; the first taken, or why none was."""
+    from the search's finds in ``tiers``; the first taken, or why none was. Where no command
+    was near, the tail search's finds (``tails``), held to the stricter ``DROP_FULL``."""
     opts = u.options.recognition
     skip = skip_words_of(u.home)
     opening = skip if opts.search_openings else ()
@@ -108,15 +114,15 @@ def pick(
     drop = min(opts.rescore_drop, DROP_CHARACTERS) if u.in_characters else opts.rescore_drop
     second = window.width != s.window.width and bool(s.retried)
     tops = [s.hypotheses[0].text, s.retried[0].text] if second else []
-    picked, reason = None, NOTHING_NEAR
     home = u.asked
     sounds = getattr(u.home, "sounds_of", None)
-    for found in tiers(window.found):
-        picked, reason = pick_rescored(
+
+    def weigh(found: Found | None, limit: float) -> tuple[Rescored | None, str]:
+        return pick_rescored(
             texts,
             WithConstrained(home, found) if found is not None else home,
             lambda candidates: window.score(u.decoder, u.language, candidates),
-            drop=min(DROP_FULL, drop) if second else drop,
+            drop=limit,
             references=list(dict.fromkeys(tops)) or None,
             forms=forms,
             heard_names=s.heard_names,
@@ -124,9 +130,40 @@ def pick(
             ungrounded=found.ungrounded if found is not None else (),
             sounds=sounds,
         )
+
+    picked, reason = None, NOTHING_NEAR
+    for found in tiers(window.found):
+        picked, reason = weigh(found, min(DROP_FULL, drop) if second else drop)
         if picked is not None:
-            break
+            return picked, reason
+    if no_command_near(reason) and (found := tails(u, s, window)) is not None:
+        taken, why = weigh(found, min(DROP_FULL, drop))
+        if taken is not None:
+            return taken, why
     return picked, reason
+
+
+def tails(u: Utterance, s: Listening, window: Window) -> Found | None:
+    """The commands whose tail the audio says after the first decode's first word
+    (../tails.py), searched once a window; their first words were put before what was
+    heard, not heard."""
+    if not u.options.recognition.search_tails or u.grammar is None or window.steps is None:
+        return None
+    if window.tails_searched:
+        return None
+    window.tails_searched = True
+    cut: list[bool] = []
+    window.tails = tail_commands(
+        until_spent(u, window.steps, cut),
+        u.decoder.tokenizer(u.language),
+        u.grammar,
+        [(h.text, h.avg_logprob) for h in s.hypotheses],
+        u.asked,
+        beam_of(u),
+    )
+    if cut:
+        s.decision.skipped.append("tails")
+    return window.tails
 
 
 def tiers(found: Found | None) -> list[Found | None]:

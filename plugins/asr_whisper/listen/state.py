@@ -50,6 +50,9 @@ class Window:
     scores: dict[str, float] = field(default_factory=dict)
     found: Found | None = None
     searched: bool = False
+    tails: Found | None = None
+    """The commands the tail search made here (../tails.py), once it ran."""
+    tails_searched: bool = False
     steps: NextLogprobs | None = None
     """The search's next-token steps here, kept for a second search (the samples')."""
 
