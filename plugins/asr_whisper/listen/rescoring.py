@@ -147,9 +147,9 @@ def tails(u: Utterance, s: Listening, window: Window) -> Found | None:
     """The commands whose tail the audio says after the first decode's first word
     (../tails.py), searched once a window; their first words were put before what was
     heard, not heard."""
-    if not u.options.recognition.search_tails or u.grammar is None or window.steps is None:
-        return None
-    if window.tails_searched:
+    if not u.options.recognition.search_tails or u.grammar is None or not u.grammar.spaced:
+        return None  # in a language written with spaces
+    if window.steps is None or window.tails_searched:
         return None
     window.tails_searched = True
     cut: list[bool] = []
