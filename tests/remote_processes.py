@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -86,10 +85,11 @@ class ServiceProcess:
             self.process.send_signal(sig)
 
     def kill(self) -> None:
-        """SIGKILL: no goodbye, sockets reset by the kernel."""
+        """SIGKILL: no goodbye, sockets reset by the kernel. A stopped (SIGSTOP) process is
+        killed as it is, never continued first: continued, it could still answer what it was
+        sent while stopped."""
         if self.process is not None:
             if self.process.poll() is None:
-                self.process.send_signal(signal.SIGCONT)
                 self.process.kill()
             self.process.wait(10)
         self.process = None

@@ -187,3 +187,9 @@ def saying(tokens: list[int], vocabulary: int) -> Any:
         return rows
 
     return steps
+
+
+def saying_text(tokenizer: Any, said: str) -> Any:
+    """``saying`` the tokens of ``said`` (with its leading space), then the end of text."""
+    wanted = [*tokenizer.encode(" " + said), tokenizer.eot]
+    return saying(wanted, tokenizer.tokenizer.get_vocab_size())

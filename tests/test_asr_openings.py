@@ -7,32 +7,11 @@ is a table of next-token log-probabilities (the design's fake Decoder)."""
 from __future__ import annotations
 
 import pytest
-import table_decoder
-from table_decoder import bundled_tokenizer
+from table_decoder import saying_text as saying
 from voiced_plugins.asr_whisper.constrained import (
-    GrammarCache,
-    TokenGrammar,
     commands_found,
     constrained_decode,
 )
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return bundled_tokenizer("tiny.en", "en")
-
-
-@pytest.fixture(scope="module")
-def grammar(hassil, tokenizer) -> TokenGrammar:
-    """The home's token grammar as the engine builds it (its skip words as openings)."""
-    return GrammarCache().get(hassil, tokenizer)
-
-
-def saying(tokenizer, said: str):
-    """Next-token log-probabilities that say ``said`` (then its end) and give every other
-    token -8."""
-    wanted = [*tokenizer.encode(" " + said), tokenizer.eot]
-    return table_decoder.saying(wanted, tokenizer.tokenizer.get_vocab_size())
 
 
 @pytest.mark.parametrize(
@@ -43,47 +22,53 @@ def saying(tokenizer, said: str):
     ],
 )
 def test_a_sentence_may_open_with_the_homes_skip_words(
-    hassil, tokenizer, grammar, said, opening, sentence
+    hassil, en_tokenizer, home_grammar, said, opening, sentence
 ):
-    found = constrained_decode(saying(tokenizer, said), tokenizer, grammar, openings=True)
+    found = constrained_decode(
+        saying(en_tokenizer, said), en_tokenizer, home_grammar, openings=True
+    )
     assert found and found[0].text == said
     assert (found[0].opening, found[0].sentence) == (opening, sentence)
     assert hassil.command_meaning(found[0].text) is not None  # hassil skips them too
 
 
-def test_without_openings_the_search_starts_on_a_templates_first_word(tokenizer, grammar):
+def test_without_openings_the_search_starts_on_a_templates_first_word(en_tokenizer, home_grammar):
     said = "Could you turn on the kitchen light"
-    found = constrained_decode(saying(tokenizer, said), tokenizer, grammar)
+    found = constrained_decode(saying(en_tokenizer, said), en_tokenizer, home_grammar)
     assert all(not c.text.casefold().startswith("could") for c in found)
 
 
-def test_a_skip_word_opens_a_sentence_only_before_it(tokenizer, grammar):
+def test_a_skip_word_opens_a_sentence_only_before_it(en_tokenizer, home_grammar):
     said = "turn on could you the kitchen light"
-    found = constrained_decode(saying(tokenizer, said), tokenizer, grammar, openings=True)
+    found = constrained_decode(
+        saying(en_tokenizer, said), en_tokenizer, home_grammar, openings=True
+    )
     assert all("could" not in c.text.casefold() for c in found)
 
 
-def test_a_found_sentence_is_grounded_by_its_own_words_not_its_opening(hassil, tokenizer, grammar):
-    said = saying(tokenizer, "Could you turn on the kitchen light")
+def test_a_found_sentence_is_grounded_by_its_own_words_not_its_opening(
+    hassil, en_tokenizer, home_grammar
+):
+    said = saying(en_tokenizer, "Could you turn on the kitchen light")
     heard_chatter = [("Could you believe it", -0.3)]
-    chatter = commands_found(said, tokenizer, grammar, heard_chatter, hassil, openings=True)
+    chatter = commands_found(said, en_tokenizer, home_grammar, heard_chatter, hassil, openings=True)
     assert chatter.ungrounded == {"turn on the kitchen light"}  # held to the stricter limit
     heard_slip = [("Could you turn on the kitten light", -0.3)]
-    found = commands_found(said, tokenizer, grammar, heard_slip, hassil, openings=True)
+    found = commands_found(said, en_tokenizer, home_grammar, heard_slip, hassil, openings=True)
     assert found.commands[:1] == ["Could you turn on the kitchen light"]
 
 
-def test_a_found_command_no_reading_grounds_is_offered_marked(hassil, tokenizer, grammar):
+def test_a_found_command_no_reading_grounds_is_offered_marked(hassil, en_tokenizer, home_grammar):
     """The rescoring holds it to a stricter limit (rescore.DROP_FULL); a sentence too
     short to be grounded at all is not offered."""
-    said = saying(tokenizer, "turn on the kitchen light")
+    said = saying(en_tokenizer, "turn on the kitchen light")
     grounded = commands_found(
-        said, tokenizer, grammar, [("Turn on the kitten light", -0.3)], hassil
+        said, en_tokenizer, home_grammar, [("Turn on the kitten light", -0.3)], hassil
     )
     assert grounded.commands[:1] == ["turn on the kitchen light"]
     assert "turn on the kitchen light" not in grounded.ungrounded
     heard = [("Learn up a kitten bike", -0.3)]  # "kitten" is no word of the sentence
-    found = commands_found(said, tokenizer, grammar, heard, hassil)
+    found = commands_found(said, en_tokenizer, home_grammar, heard, hassil)
     assert "turn on the kitchen light" in found.commands
     assert "turn on the kitchen light" in found.ungrounded
     assert set(found.ungrounded) <= set(found.commands)
@@ -96,13 +81,13 @@ def test_only_a_sentence_a_reading_could_ground_is_offered_ungrounded(sentence, 
     assert could_ground(sentence, spaced=True, sounds=None) is groundable
 
 
-def test_an_opening_no_reading_grounds_is_left_off_the_sentence(hassil, tokenizer, grammar):
+def test_an_opening_no_reading_grounds_is_left_off_the_sentence(hassil, en_tokenizer, home_grammar):
     """A phrase of skip words takes any first words: the chatter "I bought a new sonoff plug
     for the garage", heard "I'm all to new son of blood from the garage", was found as "I'd
     like you to turn off the light in the garage"."""
-    said = saying(tokenizer, "I'd like you to turn on the kitchen light")
+    said = saying(en_tokenizer, "I'd like you to turn on the kitchen light")
     heard = [("I'm all to new on the kitten light", -0.3)]
-    found = commands_found(said, tokenizer, grammar, heard, hassil, openings=True)
+    found = commands_found(said, en_tokenizer, home_grammar, heard, hassil, openings=True)
     assert found.commands[:1] == ["turn on the kitchen light"]
 
 

@@ -126,9 +126,9 @@ class Recognition(BaseModel):
     )
     search_tails: bool = Field(
         True,
-        description="with constrained: where the rescoring takes no command, search what "
-        "follows the reading's first word among the home's words, and offer it the "
-        "commands that put the home's first words before what was found (a misheard "
+        description="with constrained: where no command is near what was heard, search what "
+        "follows the reading's first word among the home's words, and offer the rescoring "
+        "the commands that put the home's first words before what was found (a misheard "
         "first word: 'Liechne ist es.' for 'Wie spät ist es?')",
     )
     budget_s: float | None = Field(
