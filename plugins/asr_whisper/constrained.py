@@ -110,6 +110,8 @@ class TokenGrammar:
         firsts = self._openings(openings)
         self.starts = frozenset(following.get(START, ())) - {END, ANY} | firsts
         """What may open a sentence once an opening phrase is allowed before it."""
+        self.inner = frozenset(w for nxt in following.values() for w in nxt) - {END, ANY}
+        """Every word the graph has after another: what a sentence's tail may start with."""
 
     def _openings(self, phrases: Iterable[str]) -> frozenset[str]:
         """Key each word of ``phrases`` (into ``opening``); the keys of their first words."""
@@ -159,8 +161,7 @@ class TokenGrammar:
     def anywhere(self) -> _Node:
         """The trie of every word the graph has after another: what a sentence's tail may
         start with, after a first word the decoder misheard (tails.py)."""
-        words = {w for nxt in self.following.values() for w in nxt} - {END, ANY}
-        return self._trie(frozenset(words))
+        return self._trie(self.inner)
 
     def ends(self, word: str) -> bool:
         return END in self.following.get(word, ())
@@ -490,13 +491,12 @@ def commands_found(
     the first words offered (``first_words``) are the likeliest that make a command, and
     the rescoring may ask for more (``Found.first_word``); else the likeliest, of found
     sentences only. ``openings``: the grammar's opening phrases may come first."""
-    longest = max((len(tokenizer.encode(" " + text)) for text, _ in heard), default=8)
     first: list[np.ndarray] = []
     found = constrained_decode(
         steps,
         tokenizer,
         grammar,
-        max_tokens=min(MAX_TOKENS, longest + 4),
+        max_tokens=search_length(tokenizer, heard),
         free_logprob=heard[0][1] if heard else 0.0,
         first=first,
         beam=beam,
@@ -504,19 +504,12 @@ def commands_found(
         openings=openings,
     )
     said, unheard = _said(found, [text for text, _ in heard], grammar, rescorer)
-
-    @functools.cache
-    def is_command(text: str) -> bool:
-        return rescorer.command_meaning(text) is not None
-
+    is_command = commands_of(rescorer)
     if not first:
         return _found(
             [t for t in said if is_command(t)], [t for t in unheard if is_command(t)], lambda t: []
         )
-    row = first[0]
-
-    def likely(word: str) -> float:  # how well the audio's first token fits the word
-        return max(float(row[spelled[0]]) for spelled in grammar.spellings(word))
+    likely = first_token_fit(grammar, first[0])
 
     def offer(texts: list[str]) -> list[str]:  # the commands, then others' first words
         others = [text for text in texts if not is_command(text)]
@@ -532,6 +525,33 @@ def commands_found(
         else (lambda texts: [])
     )
     return _found(offer(said), offer(unheard), more)
+
+
+def search_length(tokenizer: Any, heard: list[tuple[str, float]]) -> int:
+    """Tokens a search runs: a few past the longest reading the decoder gave freely
+    (``heard``), at most ``MAX_TOKENS``."""
+    longest = max((len(tokenizer.encode(" " + text)) for text, _ in heard), default=8)
+    return min(MAX_TOKENS, longest + 4)
+
+
+def first_token_fit(grammar: TokenGrammar, row: np.ndarray) -> Callable[[str], float]:
+    """How well the audio's first token (``row``: its log-probabilities) fits a word: the
+    log-probability of the first token of its likeliest spelling."""
+
+    def likely(word: str) -> float:
+        return max(float(row[spelled[0]]) for spelled in grammar.spellings(word))
+
+    return likely
+
+
+def commands_of(rescorer: Any) -> Callable[[str], bool]:
+    """Whether a text is a command on the home (a strict match), each text asked once."""
+
+    @functools.cache
+    def is_command(text: str) -> bool:
+        return rescorer.command_meaning(text) is not None
+
+    return is_command
 
 
 def _found(

@@ -14,7 +14,6 @@ it took no command). In languages written with spaces.
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -25,7 +24,6 @@ from .constrained import (
     ANY,
     END,
     END_FLOOR,
-    MAX_TOKENS,
     NUMBER,
     OPENING,
     START,
@@ -33,8 +31,11 @@ from .constrained import (
     TokenGrammar,
     _found,
     _opens_one_template,
+    commands_of,
     constrained_decode,
+    first_token_fit,
     grounded,
+    search_length,
 )
 
 PER_TAIL = 4
@@ -60,21 +61,13 @@ def tail_commands(
     if len(words) < 2 or not grammar.spaced:
         return None
     first = steps([*tokenizer.sot_sequence, tokenizer.no_timestamps], [()])[0]
-
-    def likely(word: str) -> float:  # how well the audio's first token fits the word
-        return max(float(first[spelled[0]]) for spelled in grammar.spellings(word))
-
-    @functools.cache
-    def is_command(text: str) -> bool:
-        return rescorer.command_meaning(text) is not None
-
-    longest = max(len(tokenizer.encode(" " + text)) for text, _ in heard)
+    likely, is_command = first_token_fit(grammar, first), commands_of(rescorer)
     found = constrained_decode(
         steps,
         tokenizer,
         grammar,
         beam=beam,
-        max_tokens=min(MAX_TOKENS, longest + 4),
+        max_tokens=search_length(tokenizer, heard),
         free_logprob=heard[0][1],
         after=tuple(tokenizer.encode(" " + words[0])),
     )
