@@ -1,5 +1,7 @@
-"""The held-out set heard through the worker pool and a remote voiced, beside the local engine
-in the same run: does the home travel?
+"""Speech heard through the worker pool and a remote voiced, beside the local engine in the
+same run: does the home travel? On the held-out set by default, or the tuning set and fresh
+sets (benchmarks/recognition.py's sets; each its own home, sent to the pool, given to the
+remote voiced).
 
 Rows (each file's transcript goes to the front end's hassil on the set's home, judged as in
 benchmarks/recognition.py; latency is audio in -> intent out, one file at a time):
@@ -11,12 +13,14 @@ benchmarks/recognition.py; latency is audio in -> intent out, one file at a time
 - remote voiced: ``voiced run`` serving Wyoming ``asr`` with its own hassil on the set's home;
 - remote voiced, no home (``intent = []``): a remote voiced as the tests set it up before.
 
-    python -m benchmarks.recognition_scaleout [--set heldout|tuning] [--only ROW,ROW]
+    python -m benchmarks.recognition_scaleout [--set heldout|tuning|fresh[,...]] [--seed N[,N...]]
+        [--only ROW,ROW] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -137,6 +141,8 @@ def score(label: str, hear: Hear, stage: Any, files: list[tuple[dict, bytes]]) -
         intent = stage.recognize(heard) if heard.strip() else None
         row.latencies_ms.append((time.perf_counter() - started) * 1000)
         verdict = judge(intent, item["expected"])
+        row.files.append({"file": item["file"], "kind": item["kind"], "verdict": verdict,
+                          "ms": round(row.latencies_ms[-1], 1), "heard": heard})  # fmt: skip
         if item["kind"] == "command":
             row.commands += 1
             clean = item["snr_db"] is None
@@ -155,26 +161,18 @@ def score(label: str, hear: Hear, stage: Any, files: list[tuple[dict, bytes]]) -
     return row
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", choices=("heldout", "tuning"), default="heldout")
-    parser.add_argument("--only", default="", help="comma list of row labels (prefixes)")
-    args = parser.parse_args(argv)
-    ensure_importable()
+def run_set(folder: Path, manifest: dict[str, Any], root: Path, only: list[str]) -> list[Row]:
+    """Every row asked for (``only``: label prefixes) on one set, each with the set's home."""
     from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
     from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 
-    from benchmarks import testset
-
-    if args.set == "tuning":
-        manifest, root = testset.build_tuning(), testset.TUNING_DIR
-    else:
-        manifest, root = testset.build_heldout(), testset.HELDOUT_DIR
     files = [(item, pipeline_audio(str(root / item["file"]))) for item in manifest["items"]]
     stage = HassilIntent(HassilOptions(home="", sentences=[]))
     stage.load()
     stage.use_home(manifest["home"])
     app = App(stage)
+    home_file = folder / f"home-{len(list(folder.glob('home-*.yaml')))}.yaml"
+    home_file.write_text(yaml.safe_dump(manifest["home"]))
 
     @contextmanager
     def local() -> Iterator[Hear]:
@@ -185,44 +183,54 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             engine.close()
 
+    rows: dict[str, Callable[[], Any]] = {
+        "local: whisper-ctranslate2 with the home": local,
+        "pool, 2 workers, the home sent": lambda: pool(folder, app, 2, True),
+        "pool, 2 workers, no home sent": lambda: pool(folder, app, 2, False),
+        "remote voiced with the home": lambda: remote_voiced(folder, home_file),
+        "remote voiced without a home": lambda: remote_voiced(folder, None),
+    }
+    results = []
+    for label, make in rows.items():
+        if only and not any(label.startswith(o) for o in only):
+            continue
+        with make() as hear:
+            hear(files[0][1])  # warm up
+            results.append(score(label, hear, stage, files))
+    stage.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--set", default="heldout", help="comma list of heldout, tuning, fresh (default heldout)"
+    )
+    parser.add_argument("--seed", default="", help="comma list of fresh sets' seeds")
+    parser.add_argument("--only", default="", help="comma list of row labels (prefixes)")
+    parser.add_argument("--json", action="store_true", help="print the rows as JSON too")
+    args = parser.parse_args(argv)
+    ensure_importable()
+    from benchmarks.recognition import listed, load_average, load_sets, print_table, totals
+
+    sets = load_sets(listed(args.set), [int(s) for s in listed(args.seed)])
+    print(f"load average at start: {load_average()}", flush=True)
+    results: list[tuple[str, Row]] = []
     with tempfile.TemporaryDirectory(prefix="voiced-scaleout-") as tmp:
-        folder = Path(tmp)
-        home_file = folder / "home.yaml"
-        home_file.write_text(yaml.safe_dump(manifest["home"]))
-        rows: dict[str, Callable[[], Any]] = {
-            "local: whisper-ctranslate2 with the home": local,
-            "pool, 2 workers, the home sent": lambda: pool(folder, app, 2, True),
-            "pool, 2 workers, no home sent": lambda: pool(folder, app, 2, False),
-            "remote voiced with the home": lambda: remote_voiced(folder, home_file),
-            "remote voiced without a home": lambda: remote_voiced(folder, None),
-        }
-        only = [o.strip() for o in args.only.split(",") if o.strip()]
-        results = []
-        for label, make in rows.items():
-            if only and not any(label.startswith(o) for o in only):
-                continue
-            with make() as hear:
-                hear(files[0][1])  # warm up
-                results.append(score(label, hear, stage, files))
-    print_table(args.set, files, results)
-    return 0
-
-
-def print_table(name: str, files: list[tuple[dict, bytes]], results: list[Row]) -> None:
-    commands = sum(item["kind"] == "command" for item, _ in files)
-    print(f"{name} set: {len(files)} files ({commands} commands); tiny.en int8 CPU everywhere")
-    header = ["row", "intent right (all)", "clean", "wrong", "false act.", "p50 ms", "p90 ms",
-              "p99 ms", "max ms", "n"]  # fmt: skip
-    table = [header] + [r.table_cells() for r in results]
-    widths = [max(len(line[i]) for line in table) for i in range(len(header))]
-    for line in table:
-        print("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)))
-    with open("/proc/loadavg") as f:
-        print(f"load average after: {f.read().split()[:3]}")
-    for row in results:
-        print(f"\n{row.label}: misses")
+        for name, manifest, root in sets:
+            commands = sum(i["kind"] == "command" for i in manifest["items"])
+            print(f"{name} set: {len(manifest['items'])} files ({commands} commands)", flush=True)
+            rows = run_set(Path(tmp), manifest, Path(root), listed(args.only))
+            results += [(name, row) for row in rows]
+    print(f"load average at the end: {load_average()}; tiny.en int8 CPU everywhere")
+    print_table(results + (totals(results) if len(sets) > 1 else []))
+    for name, row in results:
+        print(f"\n{name}: {row.label}: misses")
         for miss in row.misses:
             print(f"  {miss}")
+    if args.json:
+        print(json.dumps([{"set": n, **r.__dict__} for n, r in results], default=str))
+    return 0
 
 
 if __name__ == "__main__":
