@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -129,6 +133,48 @@ def test_snap_names_prefers_the_long_name_to_an_exact_short_one():
     assert snap_names("turn on the kitchen cieling", names)[0] == "turn on the Kitchen Ceiling"
     assert snap_names("turn on the kitchen", names) == ("turn on the kitchen", 1.0)
     assert snap_names("what is the temperature", ["Outside Temperature"])[1] == 1.0
+
+
+def test_a_heard_name_two_names_spell_alike_is_left_as_heard():
+    # "best lamp" is as near the Desk Lamp as the Salt Lamp (difflib: 0.78 each): which one a
+    # snap took was the order of a set, a new one each time the daemon started
+    names = ["Desk Lamp", "Salt Lamp", "Arc Lamp"]
+    for order in itertools.permutations(names):
+        assert snap_names("turn on the best lamp", list(order)) == ("turn on the best lamp", 1.0)
+        assert snap_names("turn on the bess lamp", list(order))[0] == "turn on the Desk Lamp"
+
+
+LAMPS = """
+areas:
+  - {name: Study, id: study}
+entities:
+  - {name: Desk Lamp, id: light.desk_lamp, area: study}
+  - {name: Salt Lamp, id: light.salt_lamp, area: study}
+  - {name: Moon Lamp, id: light.moon_lamp, area: study}
+  - {name: Wall Lamp, id: light.wall_lamp, area: study}
+"""
+
+
+def test_the_home_s_names_are_tried_in_one_order_in_every_process(tmp_path):
+    home = tmp_path / "home.yaml"
+    home.write_text(LAMPS)  # four names of one length: a set's order was each process's own
+    script = (
+        "from voiced_plugins.intent_hassil import HassilIntent, HassilOptions\n"
+        f"stage = HassilIntent(HassilOptions(home={str(home)!r}, sentences=[]))\n"
+        "stage.load(); print(stage._known_names)"
+    )
+    orders = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
+    assert len(orders) == 1
 
 
 def test_gibberish_is_not_an_intent(hassil):

@@ -191,7 +191,7 @@ class HassilIntent:
             {n for e in self.home.entities for n in e.names}
             | {n for a in self.home.areas for n in (a.name, *a.aliases)}
             | {n for f in self.home.floors for n in (f.name, *f.aliases)},
-            key=lambda n: -len(n),
+            key=lambda n: (-len(n), n),
         )
         if self.intents is not None:
             self.narrowed = None  # the graph is of the old lists until it is rebuilt
@@ -580,7 +580,8 @@ def _custom_sentences(path: Path) -> dict[str, Any]:
 
 
 def snap_names(text: str, names: list[str], cutoff: float = FUZZY_CUTOFF) -> tuple[str, float]:
-    """Replace runs of words that nearly spell one of ``names``, best matches first.
+    """Replace runs of words that nearly spell one of ``names``, best matches first; a run
+    that two names spell equally nearly is left as it is (``_rivals``).
 
     Returns the new text and the lowest similarity of the replacements (1.0: none made).
     """
@@ -607,17 +608,32 @@ def snap_names(text: str, names: list[str], cutoff: float = FUZZY_CUTOFF) -> tup
     lowest = 1.0
     # Prefer close spellings of long names: "kitchen cieling" is the Kitchen ceiling light,
     # not the Kitchen area followed by noise.
-    ranked = sorted(candidates, key=lambda c: (-(c[0] ** 4) * len(c[3]), -c[0]))
+    ranked = sorted(candidates, key=lambda c: (-(c[0] ** 4) * len(c[3]), -c[0], c[3], c[2]))
     for ratio, size, start, name in ranked:
         if any(taken[start : start + size]):
             continue
         taken[start : start + size] = [True] * size
-        if ratio < 1.0:
+        if ratio < 1.0 and not _rivals((ratio, size, start, name), ranked):
             chosen.append((start, size, name))
             lowest = min(lowest, ratio)
     for start, size, name in sorted(chosen, reverse=True):
         words[start : start + size] = [name]
     return " ".join(words), lowest
+
+
+def _rivals(snap: tuple[float, int, int, str], ranked: list[tuple[float, int, int, str]]) -> bool:
+    """Whether another name spells the same words (or some of them) as nearly as ``snap``'s:
+    "best lamp" is the Desk Lamp as much as the Salt Lamp, and which one a snap picked
+    would be chance. The words stay as heard; the recognizer's rescoring asks the audio."""
+    ratio, size, start, name = snap
+    return any(
+        other_ratio == ratio
+        and len(other) == len(name)
+        and other.casefold() != name.casefold()
+        and other_start < start + size
+        and start < other_start + other_size
+        for other_ratio, other_size, other_start, other in ranked
+    )
 
 
 INTENT_DOMAINS = (
