@@ -586,23 +586,7 @@ def snap_names(text: str, names: list[str], cutoff: float = FUZZY_CUTOFF) -> tup
     Returns the new text and the lowest similarity of the replacements (1.0: none made).
     """
     words = text.split()
-    folded = [w.casefold().strip(".,!?") for w in words]
-    candidates: list[tuple[float, int, int, str]] = []
-    for name in names:
-        target = name.casefold()
-        exact = len(target.split())
-        for size in {exact, exact + 1, exact - 1} - {0}:  # ASR splits and joins words too
-            for start in range(len(words) - size + 1):
-                window = folded[start : start + size]
-                if window[0] in GLUE_WORDS or window[-1] in GLUE_WORDS:
-                    continue  # "the temperature" is not "Outside Temperature"
-                spoken = " ".join(window)
-                matcher = difflib.SequenceMatcher(None, spoken, target)
-                if matcher.real_quick_ratio() < cutoff or matcher.quick_ratio() < cutoff:
-                    continue
-                ratio = 1.0 if spoken == target else matcher.ratio()
-                if ratio >= cutoff:
-                    candidates.append((ratio, size, start, name))
+    candidates = _name_runs([w.casefold().strip(".,!?") for w in words], names, cutoff)
     taken = [False] * len(words)
     chosen: list[tuple[int, int, str]] = []
     lowest = 1.0
@@ -619,6 +603,30 @@ def snap_names(text: str, names: list[str], cutoff: float = FUZZY_CUTOFF) -> tup
     for start, size, name in sorted(chosen, reverse=True):
         words[start : start + size] = [name]
     return " ".join(words), lowest
+
+
+def _name_runs(
+    folded: list[str], names: list[str], cutoff: float
+) -> list[tuple[float, int, int, str]]:
+    """(similarity, words, first word, name) of each run of the ``folded`` words that spells
+    a name at least ``cutoff`` nearly."""
+    candidates: list[tuple[float, int, int, str]] = []
+    for name in names:
+        target = name.casefold()
+        exact = len(target.split())
+        for size in {exact, exact + 1, exact - 1} - {0}:  # ASR splits and joins words too
+            for start in range(len(folded) - size + 1):
+                window = folded[start : start + size]
+                if window[0] in GLUE_WORDS or window[-1] in GLUE_WORDS:
+                    continue  # "the temperature" is not "Outside Temperature"
+                spoken = " ".join(window)
+                matcher = difflib.SequenceMatcher(None, spoken, target)
+                if matcher.real_quick_ratio() < cutoff or matcher.quick_ratio() < cutoff:
+                    continue
+                ratio = 1.0 if spoken == target else matcher.ratio()
+                if ratio >= cutoff:
+                    candidates.append((ratio, size, start, name))
+    return candidates
 
 
 def _rivals(snap: tuple[float, int, int, str], ranked: list[tuple[float, int, int, str]]) -> bool:
