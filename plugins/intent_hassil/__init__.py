@@ -632,7 +632,8 @@ def _name_runs(
 def _rivals(snap: tuple[float, int, int, str], ranked: list[tuple[float, int, int, str]]) -> bool:
     """Whether another name spells the same words (or some of them) as nearly as ``snap``'s:
     "best lamp" is the Desk Lamp as much as the Salt Lamp, and which one a snap picked
-    would be chance. The words stay as heard; the recognizer's rescoring asks the audio."""
+    would be chance. The words stay as heard, for the sentence repair (or the recognizer's
+    rescoring, on the audio) to read."""
     ratio, size, start, name = snap
     return any(
         other_ratio == ratio
