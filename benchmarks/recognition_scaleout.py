@@ -35,7 +35,7 @@ import yaml
 
 from benchmarks.common import ensure_importable
 from benchmarks.pool import Broker, start_workers
-from benchmarks.recognition import App, Row, judge, pipeline_audio
+from benchmarks.recognition import App, Row, file_record, judge, pipeline_audio
 from benchmarks.remote_stream import REMOTE_VOICED, free_port, wait_listening
 
 HOME_INTENT = """
@@ -141,8 +141,8 @@ def score(label: str, hear: Hear, stage: Any, files: list[tuple[dict, bytes]]) -
         intent = stage.recognize(heard) if heard.strip() else None
         row.latencies_ms.append((time.perf_counter() - started) * 1000)
         verdict = judge(intent, item["expected"])
-        row.files.append({"file": item["file"], "kind": item["kind"], "verdict": verdict,
-                          "ms": round(row.latencies_ms[-1], 1), "heard": heard})  # fmt: skip
+        row.files.append({**file_record(item, verdict, row.latencies_ms[-1], None, None),
+                          "heard": heard})  # fmt: skip
         if item["kind"] == "command":
             row.commands += 1
             clean = item["snr_db"] is None
@@ -161,8 +161,11 @@ def score(label: str, hear: Hear, stage: Any, files: list[tuple[dict, bytes]]) -
     return row
 
 
-def run_set(folder: Path, manifest: dict[str, Any], root: Path, only: list[str]) -> list[Row]:
-    """Every row asked for (``only``: label prefixes) on one set, each with the set's home."""
+def run_set(
+    folder: Path, name: str, manifest: dict[str, Any], root: Path, only: list[str]
+) -> list[Row]:
+    """Every row asked for (``only``: label prefixes) on the set ``name``, each with the set's
+    home."""
     from voiced_plugins.asr_whisper.ct2 import WhisperCt2Asr, WhisperCt2Options
     from voiced_plugins.intent_hassil import HassilIntent, HassilOptions
 
@@ -171,7 +174,7 @@ def run_set(folder: Path, manifest: dict[str, Any], root: Path, only: list[str])
     stage.load()
     stage.use_home(manifest["home"])
     app = App(stage)
-    home_file = folder / f"home-{len(list(folder.glob('home-*.yaml')))}.yaml"
+    home_file = folder / f"home-{name}.yaml"
     home_file.write_text(yaml.safe_dump(manifest["home"]))
 
     @contextmanager
@@ -220,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, manifest, root in sets:
             commands = sum(i["kind"] == "command" for i in manifest["items"])
             print(f"{name} set: {len(manifest['items'])} files ({commands} commands)", flush=True)
-            rows = run_set(Path(tmp), manifest, Path(root), listed(args.only))
+            rows = run_set(Path(tmp), name, manifest, Path(root), listed(args.only))
             results += [(name, row) for row in rows]
     print(f"load average at the end: {load_average()}; tiny.en int8 CPU everywhere")
     print_table(results + (totals(results) if len(sets) > 1 else []))
